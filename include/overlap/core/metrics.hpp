@@ -1,0 +1,54 @@
+// overlap::Metrics: how well a Timeline used the hardware, and why not better.
+//
+// Computed from any Timeline, predicted or measured: total and sequential
+// time, speedup, per-engine busy fraction, the fraction of time two or more
+// engines were busy at once, the bound (the busiest engine's total work) and
+// how close the run came to it, and the stalls that kept engines idle.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "overlap/core/timeline.hpp"
+
+namespace overlap {
+
+/// Busy time of one engine over the run.
+struct EngineUsage {
+  engine unit = engine::none;
+  double busy = 0.0;           ///< length of the union of its spans
+  double busy_fraction = 0.0;  ///< busy / total
+};
+
+/// An engine sat idle while work for it was pending: who waited, and on what.
+struct Stall {
+  engine unit = engine::none;  ///< the engine that sat idle
+  double idle_from = 0.0;      ///< the engine's previous span ended here
+  double idle_to = 0.0;        ///< the waiting op started here
+  op_id op = 0;                ///< the op that started at idle_to
+  wait_reason reason = wait_reason::none;
+  std::optional<op_id> waited_for;
+
+  [[nodiscard]] double idle() const noexcept { return idle_to - idle_from; }
+};
+
+/// Utilisation and overlap figures of a Timeline.
+struct Metrics {
+  double total = 0.0;
+  double sequential = 0.0;
+  double speedup = 0.0;              ///< sequential / total (0 when total is 0)
+  std::vector<EngineUsage> engines;  ///< engines with work, busiest first
+  /// Fraction of the run during which at least two engines were busy.
+  double multi_engine_busy_fraction = 0.0;
+  /// The busiest engine and its busy time: no schedule beats it.
+  engine bound_engine = engine::none;
+  double bound = 0.0;
+  double bound_attainment = 0.0;  ///< bound / total, 1 = at the bound
+  /// Idle gaps inside each engine's active window, longest first.
+  std::vector<Stall> stalls;
+};
+
+/// Computes the metrics of `timeline`.
+[[nodiscard]] Metrics compute_metrics(const Timeline& timeline);
+
+}  // namespace overlap

@@ -1,0 +1,185 @@
+// overlap::Program: a stream program as data.
+//
+// A Program is what a host thread issues, in issue order: the streams it
+// created and the operations it enqueued on them or ran itself (copies,
+// kernels, event records and waits, synchronizations, allocations). It holds
+// no CUDA handles, so the same value can be simulated (overlap::sim), checked
+// (overlap::check), rendered, or issued for real by the CUDA layer.
+//
+// Times are plain numbers in the program's `time_unit` (milliseconds unless a
+// spec says otherwise); bytes are bytes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace overlap {
+
+/// Index of a stream in Program::streams().
+using stream_id = std::uint32_t;
+/// Index of an event in Program::events().
+using event_id = std::uint32_t;
+/// Index of an op in Program::ops(), which is also its host issue order.
+using op_id = std::uint32_t;
+
+/// How a stream orders itself against the legacy default stream.
+enum class stream_kind : std::uint8_t {
+  blocking,            ///< cudaStreamCreate: waits for and is waited on by the legacy default stream
+  non_blocking,        ///< cudaStreamNonBlocking: exempt from the legacy default stream barrier
+  legacy_default,      ///< stream 0 / cudaStreamLegacy: a barrier for every blocking stream
+  per_thread_default,  ///< cudaStreamPerThread: an ordinary blocking stream
+};
+
+/// A stream the program created (or one of the two default streams).
+struct Stream {
+  std::string name;  ///< shown in timelines, e.g. "Stream1"
+  stream_kind kind = stream_kind::blocking;
+  int priority = 0;  ///< larger is more urgent, as in CUDA's range inverted
+};
+
+/// What an op does; see Op for the fields each kind uses.
+enum class op_kind : std::uint8_t {
+  copy,                ///< cudaMemcpy[Async]: direction, bytes, host memory kind
+  memset,              ///< cudaMemset[Async] on a stream: bytes
+  kernel,              ///< a kernel launch: duration and GPU share
+  host_function,       ///< cudaLaunchHostFunc: runs on the host, in stream order
+  event_record,        ///< cudaEventRecord(event, stream)
+  stream_wait_event,   ///< cudaStreamWaitEvent(stream, event)
+  stream_synchronize,  ///< cudaStreamSynchronize: the host waits for one stream
+  event_synchronize,   ///< cudaEventSynchronize: the host waits for one event
+  device_synchronize,  ///< cudaDeviceSynchronize: the host waits for everything
+  device_allocate,     ///< cudaMalloc: implicitly synchronizes the device
+  device_free,         ///< cudaFree: implicitly synchronizes the device
+  host_allocate,       ///< cudaMallocHost / cudaHostAlloc: implicitly synchronizes
+  host_free,           ///< cudaFreeHost: implicitly synchronizes
+  host_work,           ///< plain host computation between API calls
+};
+
+/// Direction of a copy.
+enum class copy_direction : std::uint8_t { h2d, d2h, d2d };
+
+/// The host side of a copy: only pinned memory lets a copy run asynchronously.
+enum class host_memory : std::uint8_t { pinned, pageable };
+
+/// Whether a host call returns before its device work is done.
+enum class call_mode : std::uint8_t {
+  asynchronous,  ///< the *Async variant: returns once enqueued
+  synchronous,   ///< the plain variant (cudaMemcpy): returns when the work is done
+};
+
+/// How an op touches a buffer: only the checker reads these.
+enum class access_mode : std::uint8_t { read, write };
+
+/// A byte range of a named buffer that an op reads or writes.
+struct Access {
+  std::string buffer;                 ///< a name the program gives the buffer
+  std::uint64_t offset = 0;           ///< first byte
+  std::optional<std::uint64_t> size;  ///< bytes; empty means "to the end of the buffer"
+  access_mode mode = access_mode::read;
+};
+
+/// One host call or host activity, in issue order.
+///
+/// A flat value: each kind reads the fields its comment in op_kind names and
+/// ignores the rest. Builders in Program fill them consistently.
+struct Op {
+  op_kind kind = op_kind::kernel;
+  std::optional<stream_id> stream;  ///< device ops, waits, stream syncs
+  std::optional<event_id> event;    ///< records, waits, event syncs
+  std::string label;                ///< stage name shown in timelines ("H2D", "Kernel")
+  std::string item;                 ///< the chunk or item it works on ("A", "3"), may be empty
+  std::int64_t chunk = -1;          ///< chunk index for pipelines, -1 if none
+
+  /// Explicit duration in the program's time unit. Required for kernels,
+  /// host functions and host work; for copies and memsets it overrides the
+  /// device model's bandwidth curve; for allocations it is the host cost.
+  std::optional<double> duration;
+  std::uint64_t bytes = 0;  ///< copies and memsets
+  copy_direction direction = copy_direction::h2d;
+  host_memory memory = host_memory::pinned;
+  call_mode mode = call_mode::asynchronous;
+  double gpu_share = 1.0;  ///< fraction of the SMs a kernel occupies, in (0, 1]
+
+  std::vector<Access> accesses;  ///< regions read and written, for the checker
+};
+
+/// True for ops that execute on a device stream and occupy an engine or a
+/// stream slot (copies, memsets, kernels, host functions, records, waits).
+[[nodiscard]] bool is_stream_op(op_kind kind) noexcept;
+/// True for ops that do timed work on an engine (copies, memsets, kernels, host functions).
+[[nodiscard]] bool is_work_op(op_kind kind) noexcept;
+/// True for calls that drain the device before returning (allocation and free).
+[[nodiscard]] bool is_implicitly_synchronizing(op_kind kind) noexcept;
+
+/// Lower-case names used by specs, JSON and messages ("h2d", "kernel", ...).
+[[nodiscard]] std::string_view to_string(op_kind kind) noexcept;
+[[nodiscard]] std::string_view to_string(stream_kind kind) noexcept;
+[[nodiscard]] std::string_view to_string(copy_direction direction) noexcept;
+[[nodiscard]] std::string_view to_string(host_memory memory) noexcept;
+
+/// A stream program: streams, events and ops in host issue order.
+///
+/// Builders append ops and validate their arguments at once, throwing
+/// overlap::invalid_input naming the bad argument; a Program that exists is
+/// well formed (every stream and event id refers to something declared).
+class Program {
+ public:
+  Program() = default;
+
+  /// Adds a stream and returns its id. Names must be unique and non-empty.
+  stream_id add_stream(std::string name, stream_kind kind = stream_kind::blocking, int priority = 0);
+  /// The legacy default stream ("default"), created on first use.
+  stream_id legacy_default_stream();
+  /// Adds an event and returns its id. Names must be unique and non-empty.
+  event_id add_event(std::string name);
+
+  /// Async copy of `bytes` on `stream`. `duration`, if given, overrides the model.
+  op_id copy(stream_id stream, copy_direction direction, std::uint64_t bytes,
+             host_memory memory = host_memory::pinned, std::optional<double> duration = std::nullopt);
+  /// Synchronous cudaMemcpy: legacy default stream, host blocks until done.
+  op_id copy_sync(copy_direction direction, std::uint64_t bytes, host_memory memory = host_memory::pageable,
+                  std::optional<double> duration = std::nullopt);
+  /// Kernel of `duration` occupying `gpu_share` of the GPU.
+  op_id kernel(stream_id stream, double duration, double gpu_share = 1.0);
+  /// Async memset of `bytes` on `stream`.
+  op_id memset(stream_id stream, std::uint64_t bytes, std::optional<double> duration = std::nullopt);
+  /// Host function of `duration` run in stream order.
+  op_id host_function(stream_id stream, double duration);
+  op_id record(event_id event, stream_id stream);
+  op_id wait(stream_id stream, event_id event);
+  op_id synchronize(stream_id stream);
+  op_id synchronize_event(event_id event);
+  op_id synchronize_device();
+  /// An implicitly synchronizing call (allocation or free) costing `host_cost` on the host.
+  op_id implicit_sync(op_kind kind, double host_cost = 0.0);
+  op_id host_work(double duration);
+
+  /// Appends a fully described op after validating it (used by parsers).
+  op_id append(Op op);
+
+  /// Mutable access to the op just appended, to set labels and accesses.
+  Op& last();
+
+  [[nodiscard]] const std::vector<Stream>& streams() const noexcept { return streams_; }
+  [[nodiscard]] const std::vector<std::string>& events() const noexcept { return events_; }
+  [[nodiscard]] const std::vector<Op>& ops() const noexcept { return ops_; }
+  [[nodiscard]] std::optional<stream_id> find_stream(std::string_view name) const noexcept;
+  [[nodiscard]] std::optional<event_id> find_event(std::string_view name) const noexcept;
+
+  /// Unit of every duration in the program, for display ("ms", "units").
+  std::string time_unit = "ms";
+  /// A name for reports.
+  std::string name;
+
+ private:
+  void validate(const Op& op) const;
+
+  std::vector<Stream> streams_;
+  std::vector<std::string> events_;
+  std::vector<Op> ops_;
+};
+
+}  // namespace overlap

@@ -1,0 +1,37 @@
+// overlap::io exporters: a Timeline as people and tools read it.
+//
+// `summary` (times, speedup, engine use, the bound and the stalls that kept
+// the run from it), `ascii` (the seeds' slot-by-slot timeline), `mermaid` (a
+// Gantt block), `chrome` (Trace Event Format JSON for Perfetto and
+// chrome://tracing) and `json` (the Timeline itself, readable back).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "overlap/core/timeline.hpp"
+
+namespace overlap::io {
+
+/// The output formats.
+enum class format { summary, ascii, mermaid, chrome, json };
+
+/// Parses a format name; empty optional if unknown.
+[[nodiscard]] std::optional<format> parse_format(std::string_view name) noexcept;
+/// Names of every format, for help and errors.
+[[nodiscard]] std::vector<std::string> format_names();
+
+[[nodiscard]] std::string to_summary(const Timeline& timeline);
+[[nodiscard]] std::string to_ascii(const Timeline& timeline);
+[[nodiscard]] std::string to_mermaid(const Timeline& timeline);
+[[nodiscard]] std::string to_chrome_trace(const Timeline& timeline);
+[[nodiscard]] std::string to_json(const Timeline& timeline);
+/// Reads back what to_json wrote; throws overlap::invalid_input.
+[[nodiscard]] Timeline timeline_from_json(std::string_view text);
+
+/// Dispatches on `what`.
+[[nodiscard]] std::string render(const Timeline& timeline, format what);
+
+}  // namespace overlap::io

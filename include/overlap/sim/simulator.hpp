@@ -1,0 +1,22 @@
+// overlap::sim::simulate: a discrete-event simulator of stream programs.
+//
+// Program x DeviceModel -> Timeline. It models the host thread issuing calls
+// one at a time (with a per-call cost and blocking calls), in-order streams,
+// events with CUDA's "most recent record at wait time" rule, the legacy
+// default stream barrier, hardware work queues (Hyper-Q or Fermi's one queue
+// per engine), one copy engine per direction (or one shared), opposite copy
+// directions slowing each other, and kernels sharing the SMs.
+#pragma once
+
+#include "overlap/core/device_model.hpp"
+#include "overlap/core/program.hpp"
+#include "overlap/core/timeline.hpp"
+
+namespace overlap::sim {
+
+/// Runs `program` on `model` and returns the predicted timeline. Throws
+/// overlap::invalid_input if an op lacks what the model needs (a kernel
+/// without a duration).
+[[nodiscard]] Timeline simulate(const Program& program, const DeviceModel& model);
+
+}  // namespace overlap::sim

@@ -1,0 +1,295 @@
+#include "overlap/core/program.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <utility>
+
+#include "overlap/core/error.hpp"
+
+namespace overlap {
+
+bool is_stream_op(op_kind kind) noexcept {
+  switch (kind) {
+    case op_kind::copy:
+    case op_kind::memset:
+    case op_kind::kernel:
+    case op_kind::host_function:
+    case op_kind::event_record:
+    case op_kind::stream_wait_event: return true;
+    default: return false;
+  }
+}
+
+bool is_work_op(op_kind kind) noexcept {
+  return kind == op_kind::copy || kind == op_kind::memset || kind == op_kind::kernel ||
+         kind == op_kind::host_function;
+}
+
+bool is_implicitly_synchronizing(op_kind kind) noexcept {
+  return kind == op_kind::device_allocate || kind == op_kind::device_free || kind == op_kind::host_allocate ||
+         kind == op_kind::host_free;
+}
+
+std::string_view to_string(op_kind kind) noexcept {
+  switch (kind) {
+    case op_kind::copy: return "copy";
+    case op_kind::memset: return "memset";
+    case op_kind::kernel: return "kernel";
+    case op_kind::host_function: return "host_function";
+    case op_kind::event_record: return "record";
+    case op_kind::stream_wait_event: return "wait";
+    case op_kind::stream_synchronize: return "stream_synchronize";
+    case op_kind::event_synchronize: return "event_synchronize";
+    case op_kind::device_synchronize: return "device_synchronize";
+    case op_kind::device_allocate: return "malloc";
+    case op_kind::device_free: return "free";
+    case op_kind::host_allocate: return "host_alloc";
+    case op_kind::host_free: return "host_free";
+    case op_kind::host_work: return "host_work";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(stream_kind kind) noexcept {
+  switch (kind) {
+    case stream_kind::blocking: return "blocking";
+    case stream_kind::non_blocking: return "non_blocking";
+    case stream_kind::legacy_default: return "legacy_default";
+    case stream_kind::per_thread_default: return "per_thread_default";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(copy_direction direction) noexcept {
+  switch (direction) {
+    case copy_direction::h2d: return "h2d";
+    case copy_direction::d2h: return "d2h";
+    case copy_direction::d2d: return "d2d";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(host_memory memory) noexcept {
+  return memory == host_memory::pinned ? "pinned" : "pageable";
+}
+
+namespace {
+
+std::string default_label(const Op& op) {
+  switch (op.kind) {
+    case op_kind::copy:
+      switch (op.direction) {
+        case copy_direction::h2d: return "H2D";
+        case copy_direction::d2h: return "D2H";
+        case copy_direction::d2d: return "D2D";
+      }
+      break;
+    case op_kind::memset: return "Memset";
+    case op_kind::kernel: return "Kernel";
+    case op_kind::host_function: return "HostFn";
+    default: break;
+  }
+  return std::string(to_string(op.kind));
+}
+
+void require_time(const std::optional<double>& value, std::string_view field, bool required) {
+  if (!value) {
+    if (required) throw invalid_input(fmt::format("{}: required", field));
+    return;
+  }
+  if (!std::isfinite(*value) || *value < 0.0) {
+    throw invalid_input(fmt::format("{}: {} is not a time (expected a finite number >= 0)", field, *value));
+  }
+}
+
+}  // namespace
+
+stream_id Program::add_stream(std::string name, stream_kind kind, int priority) {
+  if (name.empty()) throw invalid_input("stream name: must not be empty");
+  if (find_stream(name)) throw invalid_input(fmt::format("stream '{}': declared twice", name));
+  if (kind == stream_kind::legacy_default) {
+    for (const Stream& s : streams_) {
+      if (s.kind == stream_kind::legacy_default) {
+        throw invalid_input(
+            fmt::format("stream '{}': the legacy default stream is already '{}'", name, s.name));
+      }
+    }
+  }
+  streams_.push_back(Stream{std::move(name), kind, priority});
+  return static_cast<stream_id>(streams_.size() - 1);
+}
+
+stream_id Program::legacy_default_stream() {
+  for (std::size_t i = 0; i < streams_.size(); ++i) {
+    if (streams_[i].kind == stream_kind::legacy_default) return static_cast<stream_id>(i);
+  }
+  return add_stream("default", stream_kind::legacy_default);
+}
+
+event_id Program::add_event(std::string name) {
+  if (name.empty()) throw invalid_input("event name: must not be empty");
+  if (find_event(name)) throw invalid_input(fmt::format("event '{}': declared twice", name));
+  events_.push_back(std::move(name));
+  return static_cast<event_id>(events_.size() - 1);
+}
+
+std::optional<stream_id> Program::find_stream(std::string_view name) const noexcept {
+  for (std::size_t i = 0; i < streams_.size(); ++i) {
+    if (streams_[i].name == name) return static_cast<stream_id>(i);
+  }
+  return std::nullopt;
+}
+
+std::optional<event_id> Program::find_event(std::string_view name) const noexcept {
+  for (std::size_t i = 0; i < events_.size(); ++i) {
+    if (events_[i] == name) return static_cast<event_id>(i);
+  }
+  return std::nullopt;
+}
+
+void Program::validate(const Op& op) const {
+  const bool needs_stream = is_stream_op(op.kind) || op.kind == op_kind::stream_synchronize;
+  const bool needs_event = op.kind == op_kind::event_record || op.kind == op_kind::stream_wait_event ||
+                           op.kind == op_kind::event_synchronize;
+  if (needs_stream && !op.stream)
+    throw invalid_input(fmt::format("{}: stream: required", to_string(op.kind)));
+  if (op.stream && *op.stream >= streams_.size()) {
+    throw invalid_input(fmt::format("{}: stream: id {} is not declared", to_string(op.kind), *op.stream));
+  }
+  if (needs_event && !op.event) throw invalid_input(fmt::format("{}: event: required", to_string(op.kind)));
+  if (op.event && *op.event >= events_.size()) {
+    throw invalid_input(fmt::format("{}: event: id {} is not declared", to_string(op.kind), *op.event));
+  }
+  const bool duration_required =
+      op.kind == op_kind::kernel || op.kind == op_kind::host_function || op.kind == op_kind::host_work;
+  require_time(op.duration, fmt::format("{}: time", to_string(op.kind)), duration_required);
+  if (op.kind == op_kind::kernel && !(op.gpu_share > 0.0 && op.gpu_share <= 1.0)) {
+    throw invalid_input(
+        fmt::format("kernel: share: {} is out of range (expected 0 < share <= 1)", op.gpu_share));
+  }
+  for (const Access& access : op.accesses) {
+    if (access.buffer.empty())
+      throw invalid_input(fmt::format("{}: access: buffer name must not be empty", to_string(op.kind)));
+  }
+}
+
+op_id Program::append(Op op) {
+  validate(op);
+  if (op.label.empty()) op.label = default_label(op);
+  ops_.push_back(std::move(op));
+  return static_cast<op_id>(ops_.size() - 1);
+}
+
+Op& Program::last() {
+  if (ops_.empty()) throw error("Program::last: the program has no ops");
+  return ops_.back();
+}
+
+op_id Program::copy(stream_id stream, copy_direction direction, std::uint64_t bytes, host_memory memory,
+                    std::optional<double> duration) {
+  Op op;
+  op.kind = op_kind::copy;
+  op.stream = stream;
+  op.direction = direction;
+  op.bytes = bytes;
+  op.memory = memory;
+  op.duration = duration;
+  return append(std::move(op));
+}
+
+op_id Program::copy_sync(copy_direction direction, std::uint64_t bytes, host_memory memory,
+                         std::optional<double> duration) {
+  const stream_id stream = legacy_default_stream();
+  Op op;
+  op.kind = op_kind::copy;
+  op.stream = stream;
+  op.direction = direction;
+  op.bytes = bytes;
+  op.memory = memory;
+  op.mode = call_mode::synchronous;
+  op.duration = duration;
+  return append(std::move(op));
+}
+
+op_id Program::kernel(stream_id stream, double duration, double gpu_share) {
+  Op op;
+  op.kind = op_kind::kernel;
+  op.stream = stream;
+  op.duration = duration;
+  op.gpu_share = gpu_share;
+  return append(std::move(op));
+}
+
+op_id Program::memset(stream_id stream, std::uint64_t bytes, std::optional<double> duration) {
+  Op op;
+  op.kind = op_kind::memset;
+  op.stream = stream;
+  op.bytes = bytes;
+  op.duration = duration;
+  return append(std::move(op));
+}
+
+op_id Program::host_function(stream_id stream, double duration) {
+  Op op;
+  op.kind = op_kind::host_function;
+  op.stream = stream;
+  op.duration = duration;
+  return append(std::move(op));
+}
+
+op_id Program::record(event_id event, stream_id stream) {
+  Op op;
+  op.kind = op_kind::event_record;
+  op.stream = stream;
+  op.event = event;
+  return append(std::move(op));
+}
+
+op_id Program::wait(stream_id stream, event_id event) {
+  Op op;
+  op.kind = op_kind::stream_wait_event;
+  op.stream = stream;
+  op.event = event;
+  return append(std::move(op));
+}
+
+op_id Program::synchronize(stream_id stream) {
+  Op op;
+  op.kind = op_kind::stream_synchronize;
+  op.stream = stream;
+  return append(std::move(op));
+}
+
+op_id Program::synchronize_event(event_id event) {
+  Op op;
+  op.kind = op_kind::event_synchronize;
+  op.event = event;
+  return append(std::move(op));
+}
+
+op_id Program::synchronize_device() {
+  Op op;
+  op.kind = op_kind::device_synchronize;
+  return append(std::move(op));
+}
+
+op_id Program::implicit_sync(op_kind kind, double host_cost) {
+  if (!is_implicitly_synchronizing(kind)) {
+    throw invalid_input(
+        fmt::format("implicit_sync: {} is not an implicitly synchronizing call", to_string(kind)));
+  }
+  Op op;
+  op.kind = kind;
+  op.duration = host_cost;
+  return append(std::move(op));
+}
+
+op_id Program::host_work(double duration) {
+  Op op;
+  op.kind = op_kind::host_work;
+  op.duration = duration;
+  return append(std::move(op));
+}
+
+}  // namespace overlap
