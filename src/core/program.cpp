@@ -105,18 +105,18 @@ void require_time(const std::optional<double>& value, std::string_view field, bo
 
 }  // namespace
 
-stream_id Program::add_stream(std::string name, stream_kind kind, int priority) {
-  if (name.empty()) throw invalid_input("stream name: must not be empty");
-  if (find_stream(name)) throw invalid_input(fmt::format("stream '{}': declared twice", name));
+stream_id Program::add_stream(std::string stream_name, stream_kind kind, int priority) {
+  if (stream_name.empty()) throw invalid_input("stream name: must not be empty");
+  if (find_stream(stream_name)) throw invalid_input(fmt::format("stream '{}': declared twice", stream_name));
   if (kind == stream_kind::legacy_default) {
     for (const Stream& s : streams_) {
       if (s.kind == stream_kind::legacy_default) {
         throw invalid_input(
-            fmt::format("stream '{}': the legacy default stream is already '{}'", name, s.name));
+            fmt::format("stream '{}': the legacy default stream is already '{}'", stream_name, s.name));
       }
     }
   }
-  streams_.push_back(Stream{std::move(name), kind, priority});
+  streams_.push_back(Stream{std::move(stream_name), kind, priority});
   return static_cast<stream_id>(streams_.size() - 1);
 }
 
@@ -127,23 +127,23 @@ stream_id Program::legacy_default_stream() {
   return add_stream("default", stream_kind::legacy_default);
 }
 
-event_id Program::add_event(std::string name) {
-  if (name.empty()) throw invalid_input("event name: must not be empty");
-  if (find_event(name)) throw invalid_input(fmt::format("event '{}': declared twice", name));
-  events_.push_back(std::move(name));
+event_id Program::add_event(std::string event_name) {
+  if (event_name.empty()) throw invalid_input("event name: must not be empty");
+  if (find_event(event_name)) throw invalid_input(fmt::format("event '{}': declared twice", event_name));
+  events_.push_back(std::move(event_name));
   return static_cast<event_id>(events_.size() - 1);
 }
 
-std::optional<stream_id> Program::find_stream(std::string_view name) const noexcept {
+std::optional<stream_id> Program::find_stream(std::string_view stream_name) const noexcept {
   for (std::size_t i = 0; i < streams_.size(); ++i) {
-    if (streams_[i].name == name) return static_cast<stream_id>(i);
+    if (streams_[i].name == stream_name) return static_cast<stream_id>(i);
   }
   return std::nullopt;
 }
 
-std::optional<event_id> Program::find_event(std::string_view name) const noexcept {
+std::optional<event_id> Program::find_event(std::string_view event_name) const noexcept {
   for (std::size_t i = 0; i < events_.size(); ++i) {
-    if (events_[i] == name) return static_cast<event_id>(i);
+    if (events_[i] == event_name) return static_cast<event_id>(i);
   }
   return std::nullopt;
 }

@@ -130,11 +130,11 @@ class Program {
   Program() = default;
 
   /// Adds a stream and returns its id. Names must be unique and non-empty.
-  stream_id add_stream(std::string name, stream_kind kind = stream_kind::blocking, int priority = 0);
+  stream_id add_stream(std::string stream_name, stream_kind kind = stream_kind::blocking, int priority = 0);
   /// The legacy default stream ("default"), created on first use.
   stream_id legacy_default_stream();
   /// Adds an event and returns its id. Names must be unique and non-empty.
-  event_id add_event(std::string name);
+  event_id add_event(std::string event_name);
 
   /// Async copy of `bytes` on `stream`. `duration`, if given, overrides the model.
   op_id copy(stream_id stream, copy_direction direction, std::uint64_t bytes,
@@ -166,8 +166,8 @@ class Program {
   [[nodiscard]] const std::vector<Stream>& streams() const noexcept { return streams_; }
   [[nodiscard]] const std::vector<std::string>& events() const noexcept { return events_; }
   [[nodiscard]] const std::vector<Op>& ops() const noexcept { return ops_; }
-  [[nodiscard]] std::optional<stream_id> find_stream(std::string_view name) const noexcept;
-  [[nodiscard]] std::optional<event_id> find_event(std::string_view name) const noexcept;
+  [[nodiscard]] std::optional<stream_id> find_stream(std::string_view stream_name) const noexcept;
+  [[nodiscard]] std::optional<event_id> find_event(std::string_view event_name) const noexcept;
 
   /// Unit of every duration in the program, for display ("ms", "units").
   std::string time_unit = "ms";

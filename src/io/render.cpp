@@ -1,0 +1,1 @@
+#include "overlap/io/exporters.hpp"

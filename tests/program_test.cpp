@@ -1,0 +1,51 @@
+#include "overlap/core/program.hpp"
+
+#include <gtest/gtest.h>
+
+#include "overlap/core/error.hpp"
+
+namespace {
+
+using namespace overlap;
+
+TEST(Program, BuildersAppendInIssueOrderWithDefaultLabels) {
+  Program p;
+  const stream_id s = p.add_stream("s1");
+  p.copy(s, copy_direction::h2d, 1024);
+  p.kernel(s, 2.0, 0.5);
+  p.copy(s, copy_direction::d2h, 1024);
+  ASSERT_EQ(p.ops().size(), 3u);
+  EXPECT_EQ(p.ops()[0].label, "H2D");
+  EXPECT_EQ(p.ops()[1].label, "Kernel");
+  EXPECT_DOUBLE_EQ(p.ops()[1].gpu_share, 0.5);
+  EXPECT_EQ(p.ops()[2].label, "D2H");
+}
+
+TEST(Program, LegacyDefaultStreamIsCreatedOnceOnFirstUse) {
+  Program p;
+  const stream_id a = p.legacy_default_stream();
+  const stream_id b = p.legacy_default_stream();
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(p.streams()[a].kind, stream_kind::legacy_default);
+  EXPECT_EQ(p.streams()[a].name, "default");
+}
+
+TEST(Program, RejectsBadArgumentsNamingThem) {
+  Program p;
+  const stream_id s = p.add_stream("s1");
+  EXPECT_THROW(p.add_stream("s1"), invalid_input);
+  EXPECT_THROW(p.kernel(s, -1.0), invalid_input);
+  EXPECT_THROW(p.kernel(s, 1.0, 0.0), invalid_input);
+  EXPECT_THROW(p.kernel(s, 1.0, 1.5), invalid_input);
+  EXPECT_THROW(p.kernel(7, 1.0), invalid_input);
+  EXPECT_THROW(p.wait(s, 3), invalid_input);
+  try {
+    p.kernel(s, -2.0);
+    FAIL() << "expected invalid_input";
+  } catch (const invalid_input& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel: time"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(p.ops().size(), 0u);
+}
+
+}  // namespace
