@@ -1,9 +1,593 @@
 #include "overlap/sim/simulator.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <optional>
+#include <queue>
+#include <vector>
+
+#include "op_cost.hpp"
 #include "overlap/core/error.hpp"
 
 namespace overlap::sim {
 
-Timeline simulate(const Program&, const DeviceModel&) { throw error("simulate: under construction"); }
+namespace {
+
+constexpr std::uint32_t no_index = std::numeric_limits<std::uint32_t>::max();
+constexpr double epsilon = 1e-12;
+
+/// Simulation state of one op.
+struct OpState {
+  double issue = 0.0;   // when the host finished issuing it
+  double ready = 0.0;   // when its last dependency signalled (or its issue)
+  double start = 0.0;
+  double end = 0.0;
+  double signal = 0.0;  // when dependents see it complete (later than end for batched kernels)
+  double solo = 0.0;
+  // Copies whose speed changes with the other direction progress in work units.
+  double remaining = 0.0;
+  double rate = 1.0;
+  double last_update = 0.0;
+  std::uint32_t version = 0;
+  std::uint32_t pending = 0;               // unresolved dependencies
+  std::uint32_t first_edge = no_index;     // head of its dependents list
+  std::uint32_t batch = no_index;          // kernel batch (Fermi completion signal)
+  std::uint32_t queue = no_index;          // hardware queue, or no_index if it bypasses queues
+  op_id cause = 0;
+  wait_reason reason = wait_reason::none;
+  bool has_cause = false;
+  bool issued = false;
+  bool started = false;
+  bool signalled = false;
+  engine unit = engine::none;
+};
+
+struct Edge {
+  op_id to;
+  std::uint32_t next;
+  wait_reason reason;
+};
+
+struct EngineState {
+  std::uint32_t running = 0;
+  double share_used = 0.0;
+  std::optional<op_id> last_finished;
+};
+
+struct Batch {
+  std::vector<op_id> members;
+  std::uint32_t unfinished = 0;
+};
+
+enum class event_kind : std::uint8_t { complete, wake };
+
+struct Event {
+  double time;
+  std::uint64_t sequence;  // FIFO among equal times keeps runs deterministic
+  op_id op;
+  std::uint32_t version;
+  event_kind kind;
+
+  bool operator>(const Event& other) const noexcept {
+    if (time != other.time) return time > other.time;
+    return sequence > other.sequence;
+  }
+};
+
+/// What the host thread is blocked on.
+struct HostWait {
+  enum class kind : std::uint8_t { none, op, drain } what = kind::none;
+  op_id target = 0;
+  op_id call = 0;  // the blocking call
+  double since = 0.0;
+};
+
+bool is_legacy(const Stream& s) { return s.kind == stream_kind::legacy_default; }
+bool is_blocking(const Stream& s) {
+  return s.kind == stream_kind::blocking || s.kind == stream_kind::per_thread_default;
+}
+
+std::size_t engine_index(engine e) { return static_cast<std::size_t>(e); }
+constexpr std::size_t engine_count = static_cast<std::size_t>(engine::none) + 1;
+
+class Simulation {
+ public:
+  Simulation(const Program& program, const DeviceModel& model)
+      : program_(program), model_(model), ops_(program.ops().size()) {
+    model_.validate();
+    last_on_stream_.assign(program.streams().size(), no_index);
+    last_record_.assign(program.events().size(), no_index);
+    for (std::size_t i = 0; i < program.streams().size(); ++i) {
+      if (is_legacy(program.streams()[i])) legacy_stream_ = static_cast<stream_id>(i);
+      if (is_blocking(program.streams()[i])) blocking_streams_.push_back(static_cast<stream_id>(i));
+    }
+    prepare_ops();
+    assign_batches();
+  }
+
+  Timeline run() {
+    advance_host();
+    settle();
+    while (!events_.empty()) {
+      now_ = events_.top().time;
+      while (!events_.empty() && events_.top().time == now_) {
+        const Event e = events_.top();
+        events_.pop();
+        if (e.kind == event_kind::complete && e.version == ops_[e.op].version && !ops_[e.op].signalled &&
+            ops_[e.op].started) {
+          finish(e.op);
+        }
+      }
+      settle();
+    }
+    if (next_issue_ < program_.ops().size() || outstanding_ != 0) {
+      throw error(fmt::format("simulate: internal error: the run stopped with {} ops unfinished", outstanding_));
+    }
+    return timeline();
+  }
+
+ private:
+  // ---- set-up -------------------------------------------------------------
+
+  void prepare_ops() {
+    const auto& ops = program_.ops();
+    std::uint32_t stream_queues = 0;
+    if (model_.mapping == queue_mapping::per_stream) {
+      stream_queues = std::min<std::uint32_t>(model_.hardware_queues,
+                                              static_cast<std::uint32_t>(program_.streams().size()));
+    }
+    queues_.resize(model_.mapping == queue_mapping::per_stream ? stream_queues : engine_count);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      OpState& s = ops_[i];
+      if (!is_stream_op(op.kind)) continue;
+      s.unit = engine_for(op, model_);
+      s.solo = solo_duration(op, model_);
+      if (model_.mapping == queue_mapping::per_stream) {
+        s.queue = *op.stream % model_.hardware_queues;
+      } else if (s.unit != engine::none && s.unit != engine::host_callback) {
+        // Fermi: one queue per engine; records, waits and host functions bypass them.
+        s.queue = static_cast<std::uint32_t>(engine_index(s.unit));
+      }
+    }
+  }
+
+  // Fermi holds back the completion signal of kernels launched back to back
+  // on different streams until the last of them finishes.
+  void assign_batches() {
+    if (!model_.kernel_signal_waits_for_batch) return;
+    const auto& ops = program_.ops();
+    std::vector<bool> stream_in_batch(program_.streams().size(), false);
+    std::uint32_t current = no_index;
+    auto close = [&] {
+      if (current != no_index) {
+        for (op_id m : batches_[current].members) stream_in_batch[*ops[m].stream] = false;
+      }
+      current = no_index;
+    };
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      if (op.kind != op_kind::kernel) {
+        close();
+        continue;
+      }
+      const stream_id s = *op.stream;
+      // A legacy-stream kernel is ordered after its neighbours by the barrier: never batched.
+      if (is_legacy(program_.streams()[s])) {
+        close();
+        continue;
+      }
+      if (current != no_index && stream_in_batch[s]) close();
+      if (current == no_index) {
+        batches_.emplace_back();
+        current = static_cast<std::uint32_t>(batches_.size() - 1);
+      }
+      batches_[current].members.push_back(static_cast<op_id>(i));
+      batches_[current].unfinished++;
+      stream_in_batch[s] = true;
+      ops_[i].batch = current;
+    }
+  }
+
+  // ---- host thread ----------------------------------------------------------
+
+  void host_span(op_id op, host_activity activity, double start, double end, std::string label) {
+    if (end > start) host_spans_.push_back(HostSpan{op, activity, std::move(label), start, end});
+  }
+
+  std::string call_name(const Op& op) const {
+    const auto stream_name = [&] { return program_.streams()[*op.stream].name; };
+    switch (op.kind) {
+      case op_kind::stream_synchronize: return fmt::format("cudaStreamSynchronize({})", stream_name());
+      case op_kind::event_synchronize: return fmt::format("cudaEventSynchronize({})", program_.events()[*op.event]);
+      case op_kind::device_synchronize: return "cudaDeviceSynchronize";
+      case op_kind::device_allocate: return "cudaMalloc";
+      case op_kind::device_free: return "cudaFree";
+      case op_kind::host_allocate: return "cudaMallocHost";
+      case op_kind::host_free: return "cudaFreeHost";
+      case op_kind::host_work: return op.label.empty() ? "host work" : op.label;
+      case op_kind::copy:
+        return fmt::format("{}({} {}, {})", op.mode == call_mode::synchronous ? "cudaMemcpy" : "cudaMemcpyAsync",
+                           op.label, op.item, stream_name());
+      default: return fmt::format("{} {} ({})", op.label, op.item, stream_name());
+    }
+  }
+
+  // Issues ops until the host blocks or the program ends.
+  void advance_host() {
+    const auto& ops = program_.ops();
+    while (wait_.what == HostWait::kind::none && next_issue_ < ops.size()) {
+      const auto id = static_cast<op_id>(next_issue_++);
+      const Op& op = ops[id];
+      const double call_start = host_time_;
+      host_time_ += model_.api_call_cost;
+      if (host_time_ > call_start) host_span(id, host_activity::api_call, call_start, host_time_, call_name(op));
+      if (is_stream_op(op.kind)) {
+        issue_stream_op(id);
+        const bool blocks = op.kind == op_kind::copy &&
+                            (op.mode == call_mode::synchronous || op.memory == host_memory::pageable);
+        if (blocks) block_on_op(id, id);
+        continue;
+      }
+      switch (op.kind) {
+        case op_kind::stream_synchronize: block_on_op(id, last_on_stream_[*op.stream]); break;
+        case op_kind::event_synchronize: block_on_op(id, last_record_[*op.event]); break;
+        case op_kind::device_synchronize: block_on_drain(id); break;
+        case op_kind::host_work: {
+          const double start = host_time_;
+          host_time_ += op.duration.value_or(0.0);
+          host_span(id, host_activity::work, start, host_time_, call_name(op));
+          break;
+        }
+        default:  // allocation and free: drain the device, then pay the host cost
+          block_on_drain(id);
+          break;
+      }
+    }
+  }
+
+  void block_on_op(op_id call, std::uint32_t target) {
+    if (target == no_index || ops_[target].signalled) return;
+    wait_ = HostWait{HostWait::kind::op, target, call, host_time_};
+  }
+
+  void block_on_drain(op_id call) {
+    if (outstanding_ == 0) {
+      after_drain(call);
+      return;
+    }
+    wait_ = HostWait{HostWait::kind::drain, 0, call, host_time_};
+  }
+
+  // Implicitly synchronizing calls spend their host cost once the device is idle.
+  void after_drain(op_id call) {
+    const Op& op = program_.ops()[call];
+    if (is_implicitly_synchronizing(op.kind)) {
+      const double start = host_time_;
+      host_time_ += op.duration.value_or(0.0);
+      host_span(call, host_activity::work, start, host_time_, call_name(op));
+    }
+  }
+
+  // Starts what can start; a signal may unblock the host, whose new calls may start more.
+  void settle() {
+    do {
+      dispatch();
+    } while (resume_host_if_unblocked());
+  }
+
+  bool resume_host_if_unblocked() {
+    if (wait_.what == HostWait::kind::none) return false;
+    const bool done = wait_.what == HostWait::kind::op ? ops_[wait_.target].signalled : outstanding_ == 0;
+    if (!done) return false;
+    const HostWait finished = wait_;
+    wait_ = HostWait{};
+    host_time_ = std::max(host_time_, now_);
+    host_span(finished.call, host_activity::blocked, finished.since, host_time_,
+              call_name(program_.ops()[finished.call]));
+    if (finished.what == HostWait::kind::drain) after_drain(finished.call);
+    advance_host();
+    return true;
+  }
+
+  // ---- dependencies -----------------------------------------------------------
+
+  void issue_stream_op(op_id id) {
+    const Op& op = program_.ops()[id];
+    OpState& s = ops_[id];
+    s.issued = true;
+    s.issue = host_time_;
+    s.ready = host_time_;
+    if (host_time_ > 0.0) s.reason = wait_reason::host_issue;
+    const stream_id stream = *op.stream;
+    const Stream& info = program_.streams()[stream];
+
+    depend(id, last_on_stream_[stream], wait_reason::stream_order);
+    // The legacy default stream waits for every blocking stream and they wait for it.
+    if (is_legacy(info)) {
+      for (stream_id other : blocking_streams_) depend(id, last_on_stream_[other], wait_reason::default_stream);
+    } else if (is_blocking(info) && legacy_stream_) {
+      depend(id, last_on_stream_[*legacy_stream_], wait_reason::default_stream);
+    }
+    if (op.kind == op_kind::stream_wait_event) {
+      // The wait binds to the most recent record issued before it; none: no wait.
+      depend(id, last_record_[*op.event], wait_reason::event_wait);
+    }
+    if (op.kind == op_kind::event_record) last_record_[*op.event] = id;
+    last_on_stream_[stream] = id;
+    ++outstanding_;
+    if (s.queue != no_index) queues_[s.queue].push_back(id);
+    if (s.pending == 0) became_ready(id);
+  }
+
+  void depend(op_id id, std::uint32_t on, wait_reason reason) {
+    if (on == no_index) return;
+    OpState& dependency = ops_[on];
+    if (dependency.signalled) {
+      note_ready(id, on, dependency.signal, reason);
+      return;
+    }
+    edges_.push_back(Edge{id, dependency.first_edge, reason});
+    dependency.first_edge = static_cast<std::uint32_t>(edges_.size() - 1);
+    ops_[id].pending++;
+  }
+
+  // Later-resolving dependencies win ties so a report names the real cause.
+  void note_ready(op_id id, op_id on, double when, wait_reason reason) {
+    OpState& s = ops_[id];
+    if (when >= s.ready && when > 0.0) {
+      s.ready = when;
+      const OpState& dependency = ops_[on];
+      s.reason = dependency.signal > dependency.end + epsilon ? wait_reason::completion_signal : reason;
+      s.cause = on;
+      s.has_cause = true;
+    }
+  }
+
+  void became_ready(op_id id) {
+    if (ops_[id].ready > now_) schedule(ops_[id].ready, id, 0, event_kind::wake);
+    if (ops_[id].queue == no_index) bypass_ready_.push_back(id);
+  }
+
+  void signal(op_id id, double when) {
+    OpState& s = ops_[id];
+    s.signalled = true;
+    s.signal = when;
+    --outstanding_;
+    for (std::uint32_t e = s.first_edge; e != no_index; e = edges_[e].next) {
+      const Edge& edge = edges_[e];
+      note_ready(edge.to, id, when, edge.reason);
+      if (--ops_[edge.to].pending == 0) became_ready(edge.to);
+    }
+  }
+
+  // ---- engines ----------------------------------------------------------------
+
+  bool can_start(op_id id) const {
+    const OpState& s = ops_[id];
+    const EngineState& e = engines_[engine_index(s.unit)];
+    switch (s.unit) {
+      case engine::none: return true;
+      case engine::compute: {
+        const double share = program_.ops()[id].kind == op_kind::kernel ? program_.ops()[id].gpu_share : 1.0;
+        return e.running < model_.max_concurrent_kernels && e.share_used + share <= 1.0 + 1e-9;
+      }
+      default: return e.running == 0;
+    }
+  }
+
+  bool ready_now(op_id id) const {
+    const OpState& s = ops_[id];
+    return s.issued && !s.started && s.pending == 0 && s.ready <= now_;
+  }
+
+  // Starts every op that can start now: the ready heads of the hardware
+  // queues (most urgent stream first, then earliest ready, then issue order).
+  void dispatch() {
+    for (bool progress = true; progress;) {
+      progress = false;
+      candidates_.clear();
+      for (auto& queue : queues_) {
+        if (!queue.empty() && ready_now(queue.front())) candidates_.push_back(queue.front());
+      }
+      for (op_id id : bypass_ready_) {
+        if (ready_now(id)) candidates_.push_back(id);
+      }
+      std::sort(candidates_.begin(), candidates_.end(), [&](op_id a, op_id b) {
+        const int pa = program_.streams()[*program_.ops()[a].stream].priority;
+        const int pb = program_.streams()[*program_.ops()[b].stream].priority;
+        if (pa != pb) return pa > pb;
+        if (ops_[a].ready != ops_[b].ready) return ops_[a].ready < ops_[b].ready;
+        return a < b;
+      });
+      for (op_id id : candidates_) {
+        if (!can_start(id)) {
+          blocked_by_engine(id);
+          continue;
+        }
+        start(id);
+        progress = true;
+      }
+      std::erase_if(bypass_ready_, [&](op_id id) { return ops_[id].started; });
+    }
+  }
+
+  void blocked_by_engine(op_id id) {
+    OpState& s = ops_[id];
+    s.reason = s.unit == engine::compute ? wait_reason::gpu_full : wait_reason::engine_busy;
+    s.has_cause = false;  // the op that frees the engine is named when it starts
+  }
+
+  void start(op_id id) {
+    OpState& s = ops_[id];
+    const Op& op = program_.ops()[id];
+    if (s.queue != no_index) {
+      auto& queue = queues_[s.queue];
+      queue.pop_front();
+      // The op behind it may have been ready for a while: a shared queue held it.
+      if (!queue.empty()) {
+        OpState& next = ops_[queue.front()];
+        if (next.pending == 0 && next.ready < now_ - epsilon &&
+            *program_.ops()[queue.front()].stream != *op.stream) {
+          next.reason = wait_reason::queue_head;
+          next.cause = id;
+          next.has_cause = true;
+        }
+      }
+    }
+    s.started = true;
+    if (s.reason == wait_reason::engine_busy || s.reason == wait_reason::gpu_full) {
+      const auto& last = engines_[engine_index(s.unit)].last_finished;
+      s.has_cause = last.has_value();
+      if (last) s.cause = *last;
+    }
+    EngineState& e = engines_[engine_index(s.unit)];
+    e.running++;
+    if (s.unit == engine::compute) e.share_used += op.kind == op_kind::kernel ? op.gpu_share : 1.0;
+    const double latency = op.kind == op_kind::kernel ? model_.kernel_launch_latency : 0.0;
+    s.start = now_ + latency;
+    s.remaining = s.solo;
+    s.last_update = s.start;
+    s.rate = 1.0;
+    if (s.unit == engine::none) {
+      s.end = now_;
+      finish(id);
+      return;
+    }
+    if (slows_with_other_direction(s.unit)) {
+      rebalance_copies(id);
+    } else {
+      s.end = s.start + s.solo;
+      schedule(s.end, id, s.version, event_kind::complete);
+    }
+  }
+
+  void finish(op_id id) {
+    OpState& s = ops_[id];
+    EngineState& e = engines_[engine_index(s.unit)];
+    if (s.unit != engine::none) {
+      s.end = now_;
+      e.running--;
+      const Op& op = program_.ops()[id];
+      if (s.unit == engine::compute) e.share_used -= op.kind == op_kind::kernel ? op.gpu_share : 1.0;
+      if (e.running == 0) e.share_used = 0.0;  // no drift from repeated float sums
+      e.last_finished = id;
+      if (slows_with_other_direction(s.unit)) {
+        active_copy(s.unit) = no_index;
+        rebalance_copies(no_index);
+      }
+    }
+    if (s.batch == no_index) {
+      signal(id, now_);
+      return;
+    }
+    Batch& batch = batches_[s.batch];
+    if (--batch.unfinished == 0) {
+      for (op_id member : batch.members) signal(member, now_);
+    }
+  }
+
+  // ---- opposite copy directions slow each other --------------------------------
+
+  bool slows_with_other_direction(engine unit) const {
+    return unit == engine::h2d_copy || unit == engine::d2h_copy;
+  }
+
+  std::uint32_t& active_copy(engine unit) { return unit == engine::h2d_copy ? active_h2d_ : active_d2h_; }
+
+  // Recomputes both directions' rates after a copy starts (`started`) or ends.
+  void rebalance_copies(std::uint32_t started) {
+    if (started != no_index) active_copy(ops_[started].unit) = started;
+    const bool both = active_h2d_ != no_index && active_d2h_ != no_index;
+    for (std::uint32_t id : {active_h2d_, active_d2h_}) {
+      if (id == no_index) continue;
+      OpState& s = ops_[id];
+      const double elapsed = std::max(0.0, now_ - s.last_update);
+      s.remaining = std::max(0.0, s.remaining - elapsed * s.rate);
+      s.last_update = std::max(now_, s.start);
+      const double slowdown = !both                        ? 1.0
+                              : s.unit == engine::h2d_copy ? model_.h2d_slowdown_when_bidirectional
+                                                           : model_.d2h_slowdown_when_bidirectional;
+      s.rate = 1.0 / slowdown;
+      s.version++;
+      s.end = s.last_update + s.remaining / s.rate;
+      schedule(s.end, id, s.version, event_kind::complete);
+    }
+  }
+
+  void schedule(double time, op_id op, std::uint32_t version, event_kind kind) {
+    events_.push(Event{time, sequence_++, op, version, kind});
+  }
+
+  // ---- result -----------------------------------------------------------------
+
+  Timeline timeline() const {
+    Timeline t;
+    t.program_name = program_.name;
+    t.device = model_.name;
+    t.time_unit = program_.time_unit;
+    t.streams = program_.streams();
+    const auto& ops = program_.ops();
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      if (op.kind == op_kind::host_work || is_implicitly_synchronizing(op.kind)) {
+        t.sequential_time += op.duration.value_or(0.0);
+      }
+      if (!is_stream_op(op.kind)) continue;
+      const OpState& s = ops_[i];
+      t.sequential_time += s.solo;
+      Span span;
+      span.op = static_cast<op_id>(i);
+      span.kind = op.kind;
+      if (op.kind == op_kind::copy) span.direction = op.direction;
+      span.label = op.label;
+      span.item = op.item;
+      span.chunk = op.chunk;
+      span.stream = *op.stream;
+      span.unit = s.unit;
+      span.start = s.start;
+      span.end = s.end;
+      span.bytes = op.bytes;
+      span.solo_duration = s.solo;
+      span.waited_because = s.reason;
+      if (s.has_cause) span.waited_for = s.cause;
+      t.spans.push_back(std::move(span));
+    }
+    t.host_spans = host_spans_;
+    return t;
+  }
+
+  const Program& program_;
+  DeviceModel model_;
+  std::vector<OpState> ops_;
+  std::vector<Edge> edges_;
+  std::vector<Batch> batches_;
+  std::vector<std::deque<op_id>> queues_;
+  std::vector<op_id> bypass_ready_;
+  std::vector<op_id> candidates_;
+  EngineState engines_[engine_count];
+  std::vector<std::uint32_t> last_on_stream_;
+  std::vector<std::uint32_t> last_record_;
+  std::optional<stream_id> legacy_stream_;
+  std::vector<stream_id> blocking_streams_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::uint64_t sequence_ = 0;
+  std::uint32_t active_h2d_ = no_index;
+  std::uint32_t active_d2h_ = no_index;
+  std::vector<HostSpan> host_spans_;
+  HostWait wait_;
+  std::size_t next_issue_ = 0;
+  std::size_t outstanding_ = 0;
+  double host_time_ = 0.0;
+  double now_ = 0.0;
+};
+
+}  // namespace
+
+Timeline simulate(const Program& program, const DeviceModel& model) { return Simulation(program, model).run(); }
 
 }  // namespace overlap::sim
