@@ -23,7 +23,9 @@ Program four_by_four(issue_order order) {
   return make_pipeline_program(shape);
 }
 
-double total(issue_order order, const DeviceModel& model) { return sim::simulate(four_by_four(order), model).total(); }
+double total(issue_order order, const DeviceModel& model) {
+  return sim::simulate(four_by_four(order), model).total();
+}
 
 // The preset without host and launch costs or copy contention, so the
 // totals are hand-computable.

@@ -100,8 +100,8 @@ TEST(SimRules, PerThreadDefaultStreamIsAnOrdinaryBlockingStream) {
   const auto other = p.add_stream("s1");
   const auto legacy = p.legacy_default_stream();
   const auto a = p.kernel(ptds, 2.0, 0.25);
-  const auto b = p.kernel(other, 1.0, 0.25);  // blocking streams overlap each other
-  const auto c = p.kernel(legacy, 1.0, 0.25); // but the legacy stream waits for both
+  const auto b = p.kernel(other, 1.0, 0.25);   // blocking streams overlap each other
+  const auto c = p.kernel(legacy, 1.0, 0.25);  // but the legacy stream waits for both
   const Timeline t = sim::simulate(p, unit_model);
   expect_span(t, a, 0.0, 2.0);
   expect_span(t, b, 0.0, 1.0);
@@ -115,9 +115,9 @@ TEST(SimRules, StreamWaitsOnTheMostRecentRecordAtTheTimeOfTheWait) {
   const auto e = p.add_event("e");
   p.kernel(s1, 2.0, 0.5);
   const auto first_record = p.record(e, s1);
-  p.wait(s2, e);            // binds to the record at t=2 ...
+  p.wait(s2, e);  // binds to the record at t=2 ...
   p.kernel(s1, 3.0, 0.5);
-  p.record(e, s1);          // ... not to this later one at t=5
+  p.record(e, s1);  // ... not to this later one at t=5
   const auto k = p.kernel(s2, 1.0, 0.5);
   const Timeline t = sim::simulate(p, unit_model);
   expect_span(t, k, 2.0, 3.0);

@@ -20,7 +20,9 @@ using json = nlohmann::json;
 constexpr std::uint64_t KiB = 1024;
 constexpr std::uint64_t MiB = 1024 * KiB;
 
-BandwidthCurve flat(double gigabytes_per_second) { return BandwidthCurve{{{1, gigabytes_per_second}}}; }
+BandwidthCurve flat(double gigabytes_per_second) {
+  return BandwidthCurve{{{1, gigabytes_per_second}}};
+}
 
 // The H100 figures of HARDWARE.md (medians of event-timed copies, PCIe Gen5).
 DeviceModel h100() {
@@ -34,14 +36,34 @@ DeviceModel h100() {
   m.api_call_cost = 0.003;
   m.kernel_launch_latency = 0.003;
   m.copy_latency = 0.0;  // the curves are effective rates, latency included
-  m.h2d_pinned = {{{4 * KiB, 0.98}, {64 * KiB, 13.1}, {256 * KiB, 30.8}, {MiB, 46.0}, {4 * MiB, 52.5},
-                   {16 * MiB, 54.3}, {256 * MiB, 55.1}}};
-  m.d2h_pinned = {{{4 * KiB, 1.38}, {64 * KiB, 15.8}, {256 * KiB, 33.9}, {MiB, 47.2}, {4 * MiB, 53.1},
-                   {16 * MiB, 54.7}, {256 * MiB, 55.1}}};
-  m.h2d_pageable = {{{4 * KiB, 1.15}, {64 * KiB, 3.4}, {256 * KiB, 11.3}, {MiB, 13.6}, {4 * MiB, 13.6},
-                     {16 * MiB, 12.9}, {256 * MiB, 7.9}}};
-  m.d2h_pageable = {{{4 * KiB, 0.49}, {64 * KiB, 4.4}, {256 * KiB, 8.1}, {MiB, 9.7}, {4 * MiB, 13.5},
-                     {16 * MiB, 14.6}, {256 * MiB, 12.7}}};
+  m.h2d_pinned = {{{4 * KiB, 0.98},
+                   {64 * KiB, 13.1},
+                   {256 * KiB, 30.8},
+                   {MiB, 46.0},
+                   {4 * MiB, 52.5},
+                   {16 * MiB, 54.3},
+                   {256 * MiB, 55.1}}};
+  m.d2h_pinned = {{{4 * KiB, 1.38},
+                   {64 * KiB, 15.8},
+                   {256 * KiB, 33.9},
+                   {MiB, 47.2},
+                   {4 * MiB, 53.1},
+                   {16 * MiB, 54.7},
+                   {256 * MiB, 55.1}}};
+  m.h2d_pageable = {{{4 * KiB, 1.15},
+                     {64 * KiB, 3.4},
+                     {256 * KiB, 11.3},
+                     {MiB, 13.6},
+                     {4 * MiB, 13.6},
+                     {16 * MiB, 12.9},
+                     {256 * MiB, 7.9}}};
+  m.d2h_pageable = {{{4 * KiB, 0.49},
+                     {64 * KiB, 4.4},
+                     {256 * KiB, 8.1},
+                     {MiB, 9.7},
+                     {4 * MiB, 13.5},
+                     {16 * MiB, 14.6},
+                     {256 * MiB, 12.7}}};
   m.d2d = flat(1300.0);
   m.memset = flat(2500.0);
   // Both directions at once sum to ~97 GB/s at 16 MiB against 54.3 + 54.7 alone.
@@ -110,7 +132,8 @@ json curve_to_json(const BandwidthCurve& curve) {
 
 BandwidthCurve curve_from_json(const json& value, std::string_view field) {
   if (!value.is_array() || value.empty()) {
-    throw invalid_input(fmt::format("{}: expected a non-empty array of {{\"bytes\", \"gbps\"}} points", field));
+    throw invalid_input(
+        fmt::format("{}: expected a non-empty array of {{\"bytes\", \"gbps\"}} points", field));
   }
   BandwidthCurve curve;
   for (std::size_t i = 0; i < value.size(); ++i) {
@@ -127,16 +150,20 @@ BandwidthCurve curve_from_json(const json& value, std::string_view field) {
   return curve;
 }
 
-const char* to_string(queue_mapping mapping) { return mapping == queue_mapping::per_stream ? "per_stream" : "per_engine"; }
+const char* to_string(queue_mapping mapping) {
+  return mapping == queue_mapping::per_stream ? "per_stream" : "per_engine";
+}
 
 void validate_curve(const BandwidthCurve& curve, std::string_view field) {
   if (curve.points.empty()) {
-    throw invalid_input(fmt::format("{}: needs at least one point (give the curve, or start from a preset with \"base\")", field));
+    throw invalid_input(fmt::format(
+        "{}: needs at least one point (give the curve, or start from a preset with \"base\")", field));
   }
   for (std::size_t i = 0; i < curve.points.size(); ++i) {
     const auto& p = curve.points[i];
     if (!(p.gigabytes_per_second > 0.0) || !std::isfinite(p.gigabytes_per_second)) {
-      throw invalid_input(fmt::format("{}[{}].gbps: {} is out of range (expected > 0)", field, i, p.gigabytes_per_second));
+      throw invalid_input(
+          fmt::format("{}[{}].gbps: {} is out of range (expected > 0)", field, i, p.gigabytes_per_second));
     }
     if (i > 0 && p.bytes <= curve.points[i - 1].bytes) {
       throw invalid_input(fmt::format("{}[{}].bytes: must be larger than the point before", field, i));
@@ -172,7 +199,9 @@ double BandwidthCurve::at(std::uint64_t bytes) const {
   return lower->gigabytes_per_second + t * (upper->gigabytes_per_second - lower->gigabytes_per_second);
 }
 
-std::vector<std::string> DeviceModel::preset_names() { return {"unit", "h100", "hyperq", "fermi-2ce", "fermi-1ce"}; }
+std::vector<std::string> DeviceModel::preset_names() {
+  return {"unit", "h100", "hyperq", "fermi-2ce", "fermi-1ce"};
+}
 
 DeviceModel DeviceModel::preset(std::string_view name) {
   if (name == "unit") return unit();
@@ -232,28 +261,49 @@ DeviceModel DeviceModel::from_json(std::string_view text) {
   DeviceModel m = j.contains("base") ? preset(get_field<std::string>(j, "base")) : DeviceModel{};
   for (const auto& [key, value] : j.items()) {
     if (key == "base") continue;
-    if (key == "name") m.name = get_field<std::string>(j, "name");
+    if (key == "name")
+      m.name = get_field<std::string>(j, "name");
     else if (key == "queue_mapping") {
       const auto text_value = get_field<std::string>(j, "queue_mapping");
-      if (text_value == "per_stream") m.mapping = queue_mapping::per_stream;
-      else if (text_value == "per_engine") m.mapping = queue_mapping::per_engine;
-      else throw invalid_input(fmt::format("device model: queue_mapping: '{}' (expected per_stream or per_engine)", text_value));
-    } else if (key == "hardware_queues") m.hardware_queues = get_field<std::uint32_t>(j, "hardware_queues");
-    else if (key == "copy_engine_per_direction") m.copy_engine_per_direction = get_field<bool>(j, "copy_engine_per_direction");
-    else if (key == "max_concurrent_kernels") m.max_concurrent_kernels = get_field<std::uint32_t>(j, "max_concurrent_kernels");
-    else if (key == "kernel_signal_waits_for_batch") m.kernel_signal_waits_for_batch = get_field<bool>(j, "kernel_signal_waits_for_batch");
-    else if (key == "api_call_cost_ms") m.api_call_cost = get_field<double>(j, "api_call_cost_ms");
-    else if (key == "kernel_launch_latency_ms") m.kernel_launch_latency = get_field<double>(j, "kernel_launch_latency_ms");
-    else if (key == "copy_latency_ms") m.copy_latency = get_field<double>(j, "copy_latency_ms");
-    else if (key == "h2d_pinned") m.h2d_pinned = curve_from_json(value, key);
-    else if (key == "d2h_pinned") m.d2h_pinned = curve_from_json(value, key);
-    else if (key == "h2d_pageable") m.h2d_pageable = curve_from_json(value, key);
-    else if (key == "d2h_pageable") m.d2h_pageable = curve_from_json(value, key);
-    else if (key == "d2d") m.d2d = curve_from_json(value, key);
-    else if (key == "memset") m.memset = curve_from_json(value, key);
-    else if (key == "h2d_slowdown_when_bidirectional") m.h2d_slowdown_when_bidirectional = get_field<double>(j, "h2d_slowdown_when_bidirectional");
-    else if (key == "d2h_slowdown_when_bidirectional") m.d2h_slowdown_when_bidirectional = get_field<double>(j, "d2h_slowdown_when_bidirectional");
-    else throw invalid_input(fmt::format("device model: unknown field '{}'", key));
+      if (text_value == "per_stream")
+        m.mapping = queue_mapping::per_stream;
+      else if (text_value == "per_engine")
+        m.mapping = queue_mapping::per_engine;
+      else
+        throw invalid_input(
+            fmt::format("device model: queue_mapping: '{}' (expected per_stream or per_engine)", text_value));
+    } else if (key == "hardware_queues")
+      m.hardware_queues = get_field<std::uint32_t>(j, "hardware_queues");
+    else if (key == "copy_engine_per_direction")
+      m.copy_engine_per_direction = get_field<bool>(j, "copy_engine_per_direction");
+    else if (key == "max_concurrent_kernels")
+      m.max_concurrent_kernels = get_field<std::uint32_t>(j, "max_concurrent_kernels");
+    else if (key == "kernel_signal_waits_for_batch")
+      m.kernel_signal_waits_for_batch = get_field<bool>(j, "kernel_signal_waits_for_batch");
+    else if (key == "api_call_cost_ms")
+      m.api_call_cost = get_field<double>(j, "api_call_cost_ms");
+    else if (key == "kernel_launch_latency_ms")
+      m.kernel_launch_latency = get_field<double>(j, "kernel_launch_latency_ms");
+    else if (key == "copy_latency_ms")
+      m.copy_latency = get_field<double>(j, "copy_latency_ms");
+    else if (key == "h2d_pinned")
+      m.h2d_pinned = curve_from_json(value, key);
+    else if (key == "d2h_pinned")
+      m.d2h_pinned = curve_from_json(value, key);
+    else if (key == "h2d_pageable")
+      m.h2d_pageable = curve_from_json(value, key);
+    else if (key == "d2h_pageable")
+      m.d2h_pageable = curve_from_json(value, key);
+    else if (key == "d2d")
+      m.d2d = curve_from_json(value, key);
+    else if (key == "memset")
+      m.memset = curve_from_json(value, key);
+    else if (key == "h2d_slowdown_when_bidirectional")
+      m.h2d_slowdown_when_bidirectional = get_field<double>(j, "h2d_slowdown_when_bidirectional");
+    else if (key == "d2h_slowdown_when_bidirectional")
+      m.d2h_slowdown_when_bidirectional = get_field<double>(j, "d2h_slowdown_when_bidirectional");
+    else
+      throw invalid_input(fmt::format("device model: unknown field '{}'", key));
   }
   m.validate();
   return m;
@@ -265,8 +315,8 @@ DeviceModel DeviceModel::load(std::string_view preset_or_path) {
   const std::filesystem::path path{std::string(preset_or_path)};
   std::ifstream in(path);
   if (!in) {
-    throw invalid_input(fmt::format("device: '{}' is neither a preset ({}) nor a readable model file", preset_or_path,
-                                    fmt::join(names, ", ")));
+    throw invalid_input(fmt::format("device: '{}' is neither a preset ({}) nor a readable model file",
+                                    preset_or_path, fmt::join(names, ", ")));
   }
   std::stringstream text;
   text << in.rdbuf();
@@ -278,8 +328,10 @@ DeviceModel DeviceModel::load(std::string_view preset_or_path) {
 }
 
 void DeviceModel::validate() const {
-  if (hardware_queues < 1) throw invalid_input("device model: hardware_queues: 0 is out of range (expected >= 1)");
-  if (max_concurrent_kernels < 1) throw invalid_input("device model: max_concurrent_kernels: 0 is out of range (expected >= 1)");
+  if (hardware_queues < 1)
+    throw invalid_input("device model: hardware_queues: 0 is out of range (expected >= 1)");
+  if (max_concurrent_kernels < 1)
+    throw invalid_input("device model: max_concurrent_kernels: 0 is out of range (expected >= 1)");
   require_non_negative(api_call_cost, "device model: api_call_cost_ms");
   require_non_negative(kernel_launch_latency, "device model: kernel_launch_latency_ms");
   require_non_negative(copy_latency, "device model: copy_latency_ms");

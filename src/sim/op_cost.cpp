@@ -9,12 +9,9 @@ engine engine_for(const Op& op, const DeviceModel& model) noexcept {
       if (!model.copy_engine_per_direction) return engine::copy;
       return op.direction == copy_direction::h2d ? engine::h2d_copy : engine::d2h_copy;
     case op_kind::memset:
-    case op_kind::kernel:
-      return engine::compute;
-    case op_kind::host_function:
-      return engine::host_callback;
-    default:
-      return engine::none;
+    case op_kind::kernel: return engine::compute;
+    case op_kind::host_function: return engine::host_callback;
+    default: return engine::none;
   }
 }
 

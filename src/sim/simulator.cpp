@@ -22,8 +22,8 @@ constexpr double epsilon = 1e-12;
 
 /// Simulation state of one op.
 struct OpState {
-  double issue = 0.0;   // when the host finished issuing it
-  double ready = 0.0;   // when its last dependency signalled (or its issue)
+  double issue = 0.0;  // when the host finished issuing it
+  double ready = 0.0;  // when its last dependency signalled (or its issue)
   double start = 0.0;
   double end = 0.0;
   double signal = 0.0;  // when dependents see it complete (later than end for batched kernels)
@@ -33,10 +33,10 @@ struct OpState {
   double rate = 1.0;
   double last_update = 0.0;
   std::uint32_t version = 0;
-  std::uint32_t pending = 0;               // unresolved dependencies
-  std::uint32_t first_edge = no_index;     // head of its dependents list
-  std::uint32_t batch = no_index;          // kernel batch (Fermi completion signal)
-  std::uint32_t queue = no_index;          // hardware queue, or no_index if it bypasses queues
+  std::uint32_t pending = 0;            // unresolved dependencies
+  std::uint32_t first_edge = no_index;  // head of its dependents list
+  std::uint32_t batch = no_index;       // kernel batch (Fermi completion signal)
+  std::uint32_t queue = no_index;       // hardware queue, or no_index if it bypasses queues
   op_id cause = 0;
   wait_reason reason = wait_reason::none;
   bool has_cause = false;
@@ -86,12 +86,16 @@ struct HostWait {
   double since = 0.0;
 };
 
-bool is_legacy(const Stream& s) { return s.kind == stream_kind::legacy_default; }
+bool is_legacy(const Stream& s) {
+  return s.kind == stream_kind::legacy_default;
+}
 bool is_blocking(const Stream& s) {
   return s.kind == stream_kind::blocking || s.kind == stream_kind::per_thread_default;
 }
 
-std::size_t engine_index(engine e) { return static_cast<std::size_t>(e); }
+std::size_t engine_index(engine e) {
+  return static_cast<std::size_t>(e);
+}
 constexpr std::size_t engine_count = static_cast<std::size_t>(engine::none) + 1;
 
 class Simulation {
@@ -125,7 +129,8 @@ class Simulation {
       settle();
     }
     if (next_issue_ < program_.ops().size() || outstanding_ != 0) {
-      throw error(fmt::format("simulate: internal error: the run stopped with {} ops unfinished", outstanding_));
+      throw error(
+          fmt::format("simulate: internal error: the run stopped with {} ops unfinished", outstanding_));
     }
     return timeline();
   }
@@ -203,7 +208,8 @@ class Simulation {
     const auto stream_name = [&] { return program_.streams()[*op.stream].name; };
     switch (op.kind) {
       case op_kind::stream_synchronize: return fmt::format("cudaStreamSynchronize({})", stream_name());
-      case op_kind::event_synchronize: return fmt::format("cudaEventSynchronize({})", program_.events()[*op.event]);
+      case op_kind::event_synchronize:
+        return fmt::format("cudaEventSynchronize({})", program_.events()[*op.event]);
       case op_kind::device_synchronize: return "cudaDeviceSynchronize";
       case op_kind::device_allocate: return "cudaMalloc";
       case op_kind::device_free: return "cudaFree";
@@ -211,8 +217,9 @@ class Simulation {
       case op_kind::host_free: return "cudaFreeHost";
       case op_kind::host_work: return op.label.empty() ? "host work" : op.label;
       case op_kind::copy:
-        return fmt::format("{}({} {}, {})", op.mode == call_mode::synchronous ? "cudaMemcpy" : "cudaMemcpyAsync",
-                           op.label, op.item, stream_name());
+        return fmt::format("{}({} {}, {})",
+                           op.mode == call_mode::synchronous ? "cudaMemcpy" : "cudaMemcpyAsync", op.label,
+                           op.item, stream_name());
       default: return fmt::format("{} {} ({})", op.label, op.item, stream_name());
     }
   }
@@ -225,7 +232,8 @@ class Simulation {
       const Op& op = ops[id];
       const double call_start = host_time_;
       host_time_ += model_.api_call_cost;
-      if (host_time_ > call_start) host_span(id, host_activity::api_call, call_start, host_time_, call_name(op));
+      if (host_time_ > call_start)
+        host_span(id, host_activity::api_call, call_start, host_time_, call_name(op));
       if (is_stream_op(op.kind)) {
         issue_stream_op(id);
         const bool blocks = op.kind == op_kind::copy &&
@@ -309,7 +317,8 @@ class Simulation {
     depend(id, last_on_stream_[stream], wait_reason::stream_order);
     // The legacy default stream waits for every blocking stream and they wait for it.
     if (is_legacy(info)) {
-      for (stream_id other : blocking_streams_) depend(id, last_on_stream_[other], wait_reason::default_stream);
+      for (stream_id other : blocking_streams_)
+        depend(id, last_on_stream_[other], wait_reason::default_stream);
     } else if (is_blocking(info) && legacy_stream_) {
       depend(id, last_on_stream_[*legacy_stream_], wait_reason::default_stream);
     }
@@ -588,6 +597,8 @@ class Simulation {
 
 }  // namespace
 
-Timeline simulate(const Program& program, const DeviceModel& model) { return Simulation(program, model).run(); }
+Timeline simulate(const Program& program, const DeviceModel& model) {
+  return Simulation(program, model).run();
+}
 
 }  // namespace overlap::sim

@@ -1,11 +1,70 @@
 #include "cli.hpp"
 
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <ostream>
+#include <vector>
+
+#include "overlap/core/error.hpp"
+#include "subcommand.hpp"
 
 namespace overlap::cli {
 
-int run(const std::vector<std::string>& /*args*/, std::ostream& /*out*/, std::ostream& err) {
-  err << "overlap: under construction\n";
+namespace {
+
+constexpr const char* description = R"(overlap: predict, run, see and check CUDA stream programs that overlap
+host<->device copies with kernels.
+
+Try:
+  overlap simulate examples/seed004.yaml --format ascii
+  overlap simulate --h2d 30 --kernel 20 --d2h 30 --chunks 4 --streams 2
+  overlap device h100 > my-gpu.json)";
+
+// CLI11 messages can span lines; errors are one line.
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n') c = ' ';
+  }
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{description, "overlap"};
+  app.set_version_flag("--version", std::string("overlap ") + OVERLAP_VERSION);
+  app.require_subcommand(1);
+  app.footer("Run 'overlap COMMAND --help' for a command's options and examples.");
+  const Streams io{out, err};
+  const std::vector<Subcommand> commands = {add_simulate(app, io), add_device(app, io)};
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out << (app.get_subcommands().empty() ? app.help() : app.get_subcommands().front()->help());
+    return exit_ok;
+  } catch (const CLI::CallForVersion&) {
+    out << app.version() << '\n';
+    return exit_ok;
+  } catch (const CLI::ParseError& e) {
+    err << "overlap: error: " << one_line(e.what()) << " (see 'overlap --help')\n";
+    return exit_bad_input;
+  }
+  try {
+    for (const Subcommand& command : commands) {
+      if (command.app->parsed()) return command.run();
+    }
+  } catch (const invalid_input& e) {
+    err << "overlap: error: " << one_line(e.what()) << '\n';
+    return exit_bad_input;
+  } catch (const error& e) {
+    err << "overlap: error: " << one_line(e.what()) << '\n';
+    return exit_bad_input;
+  }
+  err << "overlap: error: no command given (see 'overlap --help')\n";
   return exit_bad_input;
 }
 

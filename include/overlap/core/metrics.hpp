@@ -48,6 +48,11 @@ struct Metrics {
   std::vector<Stall> stalls;
 };
 
+/// The no-overlap reference time: timeline.sequential_time, or when that is
+/// 0 (a measured run that never ran sequentially) the sum of the work spans'
+/// solo durations, or failing those their durations.
+[[nodiscard]] double effective_sequential_time(const Timeline& timeline);
+
 /// Computes the metrics of `timeline`.
 [[nodiscard]] Metrics compute_metrics(const Timeline& timeline);
 

@@ -31,6 +31,10 @@ enum class format { summary, ascii, mermaid, chrome, json };
 /// Reads back what to_json wrote; throws overlap::invalid_input.
 [[nodiscard]] Timeline timeline_from_json(std::string_view text);
 
+/// A time or ratio for people: at most 4 decimals (more for tiny values, so
+/// 4 significant digits survive), no trailing zeros: 47.5, 80, 0.0123.
+[[nodiscard]] std::string format_number(double value);
+
 /// Dispatches on `what`.
 [[nodiscard]] std::string render(const Timeline& timeline, format what);
 

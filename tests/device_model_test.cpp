@@ -1,0 +1,67 @@
+#include "overlap/core/device_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include "overlap/core/error.hpp"
+
+namespace {
+
+using namespace overlap;
+
+TEST(DeviceModel, EveryPresetRoundTripsThroughJson) {
+  for (const auto& name : DeviceModel::preset_names()) {
+    const DeviceModel m = DeviceModel::preset(name);
+    const DeviceModel back = DeviceModel::from_json(m.to_json());
+    EXPECT_EQ(back.to_json(), m.to_json()) << name;
+    EXPECT_EQ(back.name, name);
+  }
+}
+
+TEST(DeviceModel, PresetsDescribeTheirSchedulers) {
+  EXPECT_EQ(DeviceModel::preset("fermi-1ce").mapping, queue_mapping::per_engine);
+  EXPECT_FALSE(DeviceModel::preset("fermi-1ce").copy_engine_per_direction);
+  EXPECT_TRUE(DeviceModel::preset("fermi-2ce").copy_engine_per_direction);
+  EXPECT_TRUE(DeviceModel::preset("fermi-2ce").kernel_signal_waits_for_batch);
+  EXPECT_EQ(DeviceModel::preset("h100").hardware_queues, 8u);
+  EXPECT_DOUBLE_EQ(DeviceModel::preset("h100").h2d_pinned.at(256ull << 20), 55.1);
+}
+
+TEST(DeviceModel, BaseAndOverrides) {
+  const DeviceModel m = DeviceModel::from_json(R"({"base": "h100", "hardware_queues": 32, "name": "mine"})");
+  EXPECT_EQ(m.hardware_queues, 32u);
+  EXPECT_EQ(m.name, "mine");
+  EXPECT_DOUBLE_EQ(m.d2h_pinned.at(4096), 1.38);
+}
+
+TEST(DeviceModel, CurveInterpolatesInLogSizeAndClampsAtTheEnds) {
+  const BandwidthCurve c{{{1024, 1.0}, {4096, 3.0}}};
+  EXPECT_DOUBLE_EQ(c.at(1), 1.0);
+  EXPECT_DOUBLE_EQ(c.at(2048), 2.0);
+  EXPECT_DOUBLE_EQ(c.at(1 << 20), 3.0);
+}
+
+void expect_rejected(const char* text, const char* needle) {
+  try {
+    (void)DeviceModel::from_json(text);
+    ADD_FAILURE() << "accepted: " << text;
+  } catch (const invalid_input& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(DeviceModel, BadModelsNameTheField) {
+  expect_rejected(R"({"base": "h100", "hardware_queus": 3})", "hardware_queus");
+  expect_rejected(R"({"base": "h100", "hardware_queues": 0})", "hardware_queues");
+  expect_rejected(R"({"base": "h100", "api_call_cost_ms": -1})", "api_call_cost_ms");
+  expect_rejected(R"({"base": "h100", "h2d_slowdown_when_bidirectional": 0.5})", "h2d_slowdown");
+  expect_rejected(R"({"base": "h100", "d2d": [{"bytes": 10, "gbps": 0}]})", "d2d[0].gbps");
+  expect_rejected(R"({"base": "h100", "d2d": [{"bytes": 10, "gbps": 1}, {"bytes": 5, "gbps": 1}]})",
+                  "d2d[1].bytes");
+  expect_rejected(R"({"base": "nope"})", "nope");
+  expect_rejected(R"({"name": "bare"})", "h2d_pinned");
+  expect_rejected(R"([1, 2])", "object");
+  expect_rejected(R"({"base": )", "JSON");
+  EXPECT_THROW((void)DeviceModel::load("no-such-preset-or-file"), invalid_input);
+}
+
+}  // namespace

@@ -1,0 +1,179 @@
+#include "overlap/core/pipeline_shape.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "overlap/core/error.hpp"
+
+namespace {
+
+using namespace overlap;
+
+/// (label, item, stream name) of every op, the order the host issues them.
+using issued = std::vector<std::tuple<std::string, std::string, std::string>>;
+
+issued issue_sequence(const Program& program) {
+  issued out;
+  for (const Op& op : program.ops()) {
+    out.emplace_back(op.label, op.item, op.stream ? program.streams()[*op.stream].name : "-");
+  }
+  return out;
+}
+
+PipelineShape timed_shape(std::uint32_t chunks, std::uint32_t streams) {
+  PipelineShape shape;
+  shape.chunks = chunks;
+  shape.streams = streams;
+  shape.h2d_time = 30.0;
+  shape.kernel_time = 20.0;
+  shape.d2h_time = 30.0;
+  return shape;
+}
+
+std::string message_of(const PipelineShape& shape) {
+  try {
+    (void)make_pipeline_program(shape);
+  } catch (const invalid_input& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Pipeline, DepthFirstIssuesEachChunkWholeOnStreamChunkModN) {
+  const Program program = make_pipeline_program(timed_shape(4, 2));
+  const issued expected = {
+      {"H2D", "0", "Stream1"},         {"Kernel", "0", "Stream1"}, {"D2H", "0", "Stream1"},
+      {"H2D", "1", "Stream2"},         {"Kernel", "1", "Stream2"}, {"D2H", "1", "Stream2"},
+      {"H2D", "2", "Stream1"},         {"Kernel", "2", "Stream1"}, {"D2H", "2", "Stream1"},
+      {"H2D", "3", "Stream2"},         {"Kernel", "3", "Stream2"}, {"D2H", "3", "Stream2"},
+      {"device_synchronize", "", "-"},
+  };
+  EXPECT_EQ(issue_sequence(program), expected);
+}
+
+TEST(Pipeline, BreadthFirstIssuesStageByStageInRoundsOfNChunks) {
+  PipelineShape shape = timed_shape(5, 2);
+  shape.order = issue_order::breadth_first;
+  const issued expected = {
+      {"H2D", "0", "Stream1"},         {"H2D", "1", "Stream2"},    {"Kernel", "0", "Stream1"},
+      {"Kernel", "1", "Stream2"},      {"D2H", "0", "Stream1"},    {"D2H", "1", "Stream2"},
+      {"H2D", "2", "Stream1"},         {"H2D", "3", "Stream2"},    {"Kernel", "2", "Stream1"},
+      {"Kernel", "3", "Stream2"},      {"D2H", "2", "Stream1"},    {"D2H", "3", "Stream2"},
+      {"H2D", "4", "Stream1"},         {"Kernel", "4", "Stream1"}, {"D2H", "4", "Stream1"},
+      {"device_synchronize", "", "-"},
+  };
+  EXPECT_EQ(issue_sequence(make_pipeline_program(shape)), expected);
+}
+
+TEST(Pipeline, SplitsTotalTimesEvenlyAndSetsChunkFields) {
+  PipelineShape shape = timed_shape(4, 2);
+  shape.kernel_gpu_share = 0.5;
+  shape.memory = host_memory::pageable;
+  const Program program = make_pipeline_program(shape);
+  ASSERT_EQ(program.ops().size(), 13u);
+  for (std::size_t i = 0; i < 12; ++i) {
+    const Op& op = program.ops()[i];
+    EXPECT_EQ(op.chunk, static_cast<std::int64_t>(i / 3)) << i;
+    EXPECT_EQ(op.item, std::to_string(i / 3)) << i;
+    EXPECT_EQ(op.duration, i % 3 == 1 ? 5.0 : 7.5) << i;
+  }
+  EXPECT_EQ(program.ops()[0].direction, copy_direction::h2d);
+  EXPECT_EQ(program.ops()[0].memory, host_memory::pageable);
+  EXPECT_EQ(program.ops()[0].mode, call_mode::asynchronous);
+  EXPECT_DOUBLE_EQ(program.ops()[1].gpu_share, 0.5);
+  EXPECT_EQ(program.ops()[2].direction, copy_direction::d2h);
+}
+
+TEST(Pipeline, SplitsBytesWithTheRemainderOnTheFirstChunks) {
+  PipelineShape shape;
+  shape.chunks = 4;
+  shape.h2d_bytes = 10;  // 3 3 2 2
+  shape.d2h_bytes = 4;   // 1 1 1 1
+  shape.d2h_time = 8.0;  // a time wins over the model, bytes are kept
+  shape.synchronize_at_end = false;
+  const Program program = make_pipeline_program(shape);
+  ASSERT_EQ(program.ops().size(), 8u);  // no kernel time: no kernel stage
+  const std::vector<std::uint64_t> h2d = {3, 3, 2, 2};
+  for (std::size_t chunk = 0; chunk < 4; ++chunk) {
+    const Op& in = program.ops()[2 * chunk];
+    const Op& out = program.ops()[2 * chunk + 1];
+    EXPECT_EQ(in.label, "H2D");
+    EXPECT_EQ(in.bytes, h2d[chunk]);
+    EXPECT_FALSE(in.duration.has_value()) << "bytes only: the device model times it";
+    EXPECT_EQ(out.label, "D2H");
+    EXPECT_EQ(out.bytes, 1u);
+    EXPECT_EQ(out.duration, 2.0);
+  }
+}
+
+TEST(Pipeline, OmitsStagesWithNeitherTimeNorBytes) {
+  PipelineShape shape;
+  shape.chunks = 2;
+  shape.kernel_time = 4.0;
+  const issued expected = {
+      {"Kernel", "0", "Stream1"}, {"Kernel", "1", "Stream1"}, {"device_synchronize", "", "-"}};
+  EXPECT_EQ(issue_sequence(make_pipeline_program(shape)), expected);
+}
+
+TEST(Pipeline, UsesItemNamesStreamKindNameAndUnit) {
+  PipelineShape shape = timed_shape(2, 3);
+  shape.item_names = {"A", "B"};
+  shape.kind = stream_kind::non_blocking;
+  shape.name = "seed004";
+  shape.time_unit = "units";
+  const Program program = make_pipeline_program(shape);
+  EXPECT_EQ(program.name, "seed004");
+  EXPECT_EQ(program.time_unit, "units");
+  ASSERT_EQ(program.streams().size(), 3u);  // every stream is created, even an idle one
+  EXPECT_EQ(program.streams()[2].name, "Stream3");
+  EXPECT_EQ(program.streams()[0].kind, stream_kind::non_blocking);
+  EXPECT_EQ(program.ops()[0].item, "A");
+  EXPECT_EQ(program.ops()[3].item, "B");
+  EXPECT_EQ(program.ops()[3].chunk, 1);
+}
+
+TEST(Pipeline, RejectsBadShapesNamingTheField) {
+  PipelineShape shape = timed_shape(0, 1);
+  EXPECT_EQ(message_of(shape), "chunks: 0 is out of range (expected >= 1)");
+  shape = timed_shape(2, 0);
+  EXPECT_EQ(message_of(shape), "streams: 0 is out of range (expected >= 1)");
+  shape = timed_shape(2, 1);
+  shape.item_names = {"A"};
+  EXPECT_EQ(message_of(shape), "item_names: 1 names for 2 chunks (expected none or one per chunk)");
+  shape.item_names = {"A", "A"};
+  EXPECT_EQ(message_of(shape), "item_names[1]: 'A' repeats (expected unique names)");
+  shape.item_names = {"", "B"};
+  EXPECT_EQ(message_of(shape), "item_names[0]: empty (expected a non-empty name)");
+  shape = timed_shape(2, 1);
+  shape.kernel_time = -1.0;
+  EXPECT_EQ(message_of(shape), "kernel_time: -1 is not a time (expected a finite number >= 0)");
+  shape = timed_shape(2, 1);
+  shape.d2h_time = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(message_of(shape).rfind("d2h_time:", 0), 0u) << message_of(shape);
+  shape = timed_shape(2, 1);
+  shape.kernel_gpu_share = 0.0;
+  EXPECT_EQ(message_of(shape), "kernel_gpu_share: 0 is out of range (expected 0 < share <= 1)");
+  shape.kernel_gpu_share = 1.5;
+  EXPECT_EQ(message_of(shape), "kernel_gpu_share: 1.5 is out of range (expected 0 < share <= 1)");
+  shape = timed_shape(2, 2);
+  shape.kind = stream_kind::legacy_default;
+  EXPECT_EQ(message_of(shape).rfind("kind:", 0), 0u) << message_of(shape);
+}
+
+TEST(Pipeline, ParsesIssueOrderSpellings) {
+  for (const char* text : {"depth", "depth-first", "depth_first"}) {
+    EXPECT_EQ(parse_issue_order(text), issue_order::depth_first) << text;
+  }
+  for (const char* text : {"breadth", "breadth-first", "breadth_first"}) {
+    EXPECT_EQ(parse_issue_order(text), issue_order::breadth_first) << text;
+  }
+  EXPECT_THROW((void)parse_issue_order("sideways"), invalid_input);
+  EXPECT_EQ(to_string(issue_order::breadth_first), "breadth_first");
+}
+
+}  // namespace
