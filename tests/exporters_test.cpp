@@ -1,6 +1,8 @@
 // Text exporters on hand-built timelines: the seeds' ASCII drawing line for
 // line, the Mermaid Gantt block, the summary's stall sentences, and the
 // format table.
+#include "overlap/io/exporters.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,8 +10,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "overlap/io/exporters.hpp"
 
 namespace overlap::io {
 namespace {
@@ -43,9 +43,12 @@ Timeline two_stream_example() {
   t.sequential_time = 6.0;
   t.streams = {{"Stream1"}, {"Stream2"}};
   t.spans = {
-      make_span(0, "H2D", "A", 0, engine::h2d_copy, 0, 1),  make_span(1, "Kernel", "A", 0, engine::compute, 1, 2),
-      make_span(2, "D2H", "A", 0, engine::d2h_copy, 2, 3),  make_span(3, "H2D", "B", 1, engine::h2d_copy, 1, 2),
-      make_span(4, "Kernel", "B", 1, engine::compute, 2, 3), make_span(5, "D2H", "B", 1, engine::d2h_copy, 3, 4),
+      make_span(0, "H2D", "A", 0, engine::h2d_copy, 0, 1),
+      make_span(1, "Kernel", "A", 0, engine::compute, 1, 2),
+      make_span(2, "D2H", "A", 0, engine::d2h_copy, 2, 3),
+      make_span(3, "H2D", "B", 1, engine::h2d_copy, 1, 2),
+      make_span(4, "Kernel", "B", 1, engine::compute, 2, 3),
+      make_span(5, "D2H", "B", 1, engine::d2h_copy, 3, 4),
   };
   return t;
 }
@@ -99,7 +102,8 @@ TEST(Ascii, TooManySlotsFallBackToAHundredCoarseOnes) {
   Timeline t;
   t.device = "sim";
   t.streams = {{"Stream1"}};
-  t.spans = {make_span(0, "K", "0", 0, engine::compute, 0, 1), make_span(1, "K", "1", 0, engine::compute, 1, 2),
+  t.spans = {make_span(0, "K", "0", 0, engine::compute, 0, 1),
+             make_span(1, "K", "1", 0, engine::compute, 1, 2),
              make_span(2, "K", "2", 0, engine::compute, 2, 1000)};
   const std::string text = to_ascii(t);
   EXPECT_NE(text.find("(1 stream, device sim; each slot = 10 ms"), std::string::npos) << text;
@@ -187,16 +191,19 @@ Timeline one_stall(wait_reason reason, stream_id waiter_stream) {
 TEST(Summary, EveryStallReasonHasItsSentence) {
   const std::pair<wait_reason, std::string> expected[] = {
       {wait_reason::stream_order,
-       "waited for K:0, the op before it in the same stream (streams run their ops in order; more streams would "
+       "waited for K:0, the op before it in the same stream (streams run their ops in order; more streams "
+       "would "
        "let it start earlier)"},
       {wait_reason::event_wait, "waited for K:0 through an event"},
       {wait_reason::default_stream,
-       "waited for K:0: the legacy default stream is a barrier for blocking streams (use non-blocking streams or "
+       "waited for K:0: the legacy default stream is a barrier for blocking streams (use non-blocking "
+       "streams or "
        "explicit streams)"},
       {wait_reason::engine_busy, "waited for K:0, which held the same engine"},
       {wait_reason::gpu_full, "waited for K:0 to drain: kernels filling the GPU run one after another"},
       {wait_reason::queue_head,
-       "waited behind K:0 in a hardware queue shared with another stream (false dependency: fewer streams or more "
+       "waited behind K:0 in a hardware queue shared with another stream (false dependency: fewer streams or "
+       "more "
        "CUDA_DEVICE_MAX_CONNECTIONS)"},
       {wait_reason::completion_signal,
        "waited for K:0's completion signal, held back until a batch of back-to-back kernels finished (issue "
@@ -215,7 +222,8 @@ TEST(Summary, EveryStallReasonHasItsSentence) {
 
 TEST(Summary, WaitedForOpOnAnotherStreamIsNamedWithItsStream) {
   const std::string text = to_summary(one_stall(wait_reason::event_wait, 1));
-  EXPECT_NE(text.find(": K:1 on Stream2 waited for K:0 on Stream1 through an event\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(": K:1 on Stream2 waited for K:0 on Stream1 through an event\n"), std::string::npos)
+      << text;
 }
 
 TEST(Summary, ListsEightStallsThenCountsTheRest) {

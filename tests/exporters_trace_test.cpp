@@ -26,7 +26,9 @@ Span make_span(op_id op, std::string label, std::string item, stream_id stream, 
   span.start = start;
   span.end = end;
   span.solo_duration = end - start;
-  span.kind = unit == engine::compute ? op_kind::kernel : unit == engine::none ? op_kind::event_record : op_kind::copy;
+  span.kind = unit == engine::compute ? op_kind::kernel
+              : unit == engine::none  ? op_kind::event_record
+                                      : op_kind::copy;
   if (unit == engine::h2d_copy) span.direction = copy_direction::h2d;
   if (unit == engine::d2h_copy) span.direction = copy_direction::d2h;
   return span;
@@ -41,9 +43,12 @@ Timeline traced_example() {
   t.sequential_time = 6.0;
   t.streams = {{"Stream1"}, {"Stream2", stream_kind::non_blocking, -1}};
   t.spans = {
-      make_span(0, "H2D", "A", 0, engine::h2d_copy, 0, 1),  make_span(1, "Kernel", "A", 0, engine::compute, 1, 2),
-      make_span(2, "D2H", "A", 0, engine::d2h_copy, 2, 3),  make_span(3, "H2D", "B", 1, engine::h2d_copy, 1, 2),
-      make_span(4, "Kernel", "B", 1, engine::compute, 2, 3), make_span(5, "D2H", "B", 1, engine::d2h_copy, 3, 4.5),
+      make_span(0, "H2D", "A", 0, engine::h2d_copy, 0, 1),
+      make_span(1, "Kernel", "A", 0, engine::compute, 1, 2),
+      make_span(2, "D2H", "A", 0, engine::d2h_copy, 2, 3),
+      make_span(3, "H2D", "B", 1, engine::h2d_copy, 1, 2),
+      make_span(4, "Kernel", "B", 1, engine::compute, 2, 3),
+      make_span(5, "D2H", "B", 1, engine::d2h_copy, 3, 4.5),
       make_span(6, "record", "", 1, engine::none, 4.5, 4.5),
   };
   t.spans[3].waited_because = wait_reason::engine_busy;
@@ -256,7 +261,8 @@ TEST(TimelineJson, ErrorsNameTheField) {
   json doc = json::parse(to_json(traced_example()));
   json bad = doc;
   bad["spans"][3]["engine"] = "foo";
-  EXPECT_EQ(error_of(bad.dump()).rfind("spans[3].engine: unknown engine 'foo'", 0), 0u) << error_of(bad.dump());
+  EXPECT_EQ(error_of(bad.dump()).rfind("spans[3].engine: unknown engine 'foo'", 0), 0u)
+      << error_of(bad.dump());
   bad = doc;
   bad["spans"][2].erase("start");
   EXPECT_EQ(error_of(bad.dump()), "spans[2].start: missing");

@@ -1,13 +1,13 @@
 // compute_metrics on hand-built timelines: busy time as a union, the
 // multi-engine sweep, the bound, and the stalls with their cause.
+#include "overlap/core/metrics.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <utility>
-
-#include "overlap/core/metrics.hpp"
 
 namespace overlap {
 namespace {
@@ -22,7 +22,9 @@ Span make_span(op_id op, std::string label, stream_id stream, engine unit, doubl
   span.start = start;
   span.end = end;
   span.solo_duration = end - start;
-  span.kind = unit == engine::compute ? op_kind::kernel : unit == engine::none ? op_kind::event_record : op_kind::copy;
+  span.kind = unit == engine::compute ? op_kind::kernel
+              : unit == engine::none  ? op_kind::event_record
+                                      : op_kind::copy;
   return span;
 }
 
@@ -149,7 +151,8 @@ TEST(Metrics, EqualStallsSortEarlierFirstAndZeroLengthSpansAreIgnored) {
 TEST(Metrics, RoundingNoiseIsNotAStall) {
   Timeline t;
   t.streams = {{"Stream1"}};
-  t.spans = {make_span(0, "K", 0, engine::compute, 0, 1000), make_span(1, "K", 0, engine::compute, 1000 + 1e-7, 2000)};
+  t.spans = {make_span(0, "K", 0, engine::compute, 0, 1000),
+             make_span(1, "K", 0, engine::compute, 1000 + 1e-7, 2000)};
   EXPECT_TRUE(compute_metrics(t).stalls.empty());
 }
 
@@ -172,7 +175,8 @@ TEST(Metrics, MillionSpansInReverseIssueOrder) {
   for (std::size_t k = pairs; k-- > 0;) {
     const double i = static_cast<double>(k);
     t.spans.push_back(make_span(static_cast<op_id>(2 * k), "K", 0, engine::compute, 2 * i, 2 * i + 1));
-    t.spans.push_back(make_span(static_cast<op_id>(2 * k + 1), "H2D", 1, engine::h2d_copy, 2 * i + 0.5, 2 * i + 1.5));
+    t.spans.push_back(
+        make_span(static_cast<op_id>(2 * k + 1), "H2D", 1, engine::h2d_copy, 2 * i + 0.5, 2 * i + 1.5));
   }
   const Metrics m = compute_metrics(t);
   EXPECT_DOUBLE_EQ(m.total, 2.0 * pairs - 0.5);

@@ -335,6 +335,7 @@ TEST(Spec, WholeFileMistakes) {
                "both pipeline: and ops: given");
   expect_error("pipeline: {chunks: 1}\nstreams: [s1]\n", 2, "streams", "not allowed with pipeline:");
   expect_error("- a\n- b\n", 1, "top level", "a list is not a map");
+  expect_error("name: x\npipeline:\n  chunks: 2\n", 2, "pipeline", "no stage has a time or bytes");
   expect_error("pipeline:\n  chunks: 1\n  stage_time: {h2d: 1}\n  total_time: {h2d: 1}\n", 4,
                "pipeline.total_time", "both stage_time and total_time given");
 }

@@ -19,7 +19,9 @@ struct Interval {
 
 // Spans that occupy hardware: ordering-only records/waits and zero-length
 // spans would add nothing to busy time and would fake stalls.
-bool occupies_engine(const Span& span) noexcept { return span.unit != engine::none && span.end > span.start; }
+bool occupies_engine(const Span& span) noexcept {
+  return span.unit != engine::none && span.end > span.start;
+}
 
 // Indices of each engine's spans, sorted by start: the one O(n log n) step
 // that busy time, stalls and the overlap sweep all build on.

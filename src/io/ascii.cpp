@@ -41,7 +41,9 @@ std::string chain_name(const Span& span) {
   return fmt::format("[{}{}{}]", label_of(span), separator, span.item);
 }
 
-bool is_drawn(const Span& span) noexcept { return span.unit != engine::none && span.end > span.start; }
+bool is_drawn(const Span& span) noexcept {
+  return span.unit != engine::none && span.end > span.start;
+}
 
 std::string sequential_section(const Timeline& timeline) {
   std::vector<const Span*> work;
@@ -59,7 +61,8 @@ std::string sequential_section(const Timeline& timeline) {
 }
 
 bool is_near_integer(double value) noexcept {
-  return std::abs(value) < 1e15 && std::abs(value - std::round(value)) <= 1e-9 * std::max(1.0, std::abs(value));
+  return std::abs(value) < 1e15 &&
+         std::abs(value - std::round(value)) <= 1e-9 * std::max(1.0, std::abs(value));
 }
 
 // The largest d dividing every time: scale by 10^k until all times are
@@ -159,12 +162,15 @@ std::string overlapped_section(const Timeline& timeline) {
     text += slot_lines(timeline, drawn, total, plan.size);
   }
   const double speedup = total > 0.0 ? effective_sequential_time(timeline) / total : 0.0;
-  text += fmt::format("Total time: {} {}\nSpeedup: {:.2f}x\n", format_number(total), timeline.time_unit, speedup);
+  text +=
+      fmt::format("Total time: {} {}\nSpeedup: {:.2f}x\n", format_number(total), timeline.time_unit, speedup);
   return text;
 }
 
 }  // namespace
 
-std::string to_ascii(const Timeline& timeline) { return sequential_section(timeline) + overlapped_section(timeline); }
+std::string to_ascii(const Timeline& timeline) {
+  return sequential_section(timeline) + overlapped_section(timeline);
+}
 
 }  // namespace overlap::io

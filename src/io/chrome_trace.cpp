@@ -45,8 +45,12 @@ TimeScale scale_for(const std::string& unit) {
   return {1e3, true};
 }
 
-int stream_tid(stream_id stream) { return static_cast<int>(stream) + 1; }
-int engine_tid(engine unit) { return static_cast<int>(unit) + 1; }
+int stream_tid(stream_id stream) {
+  return static_cast<int>(stream) + 1;
+}
+int engine_tid(engine unit) {
+  return static_cast<int>(unit) + 1;
+}
 
 std::string stream_name(const Timeline& timeline, stream_id id) {
   return id < timeline.streams.size() ? timeline.streams[id].name : fmt::format("stream {}", id);
@@ -66,8 +70,10 @@ void add_thread(EventWriter& events, int pid, int tid, const std::string& name, 
 void add_metadata(EventWriter& events, const Timeline& timeline) {
   const std::string device = timeline.device.empty() ? "unknown" : timeline.device;
   events.add(metadata("process_name", host_pid, -1, {{"name", "Host"}}));
-  events.add(metadata("process_name", stream_pid, -1, {{"name", fmt::format("Device: {} (streams)", device)}}));
-  events.add(metadata("process_name", engine_pid, -1, {{"name", fmt::format("Device: {} (engines)", device)}}));
+  events.add(
+      metadata("process_name", stream_pid, -1, {{"name", fmt::format("Device: {} (streams)", device)}}));
+  events.add(
+      metadata("process_name", engine_pid, -1, {{"name", fmt::format("Device: {} (engines)", device)}}));
   add_thread(events, host_pid, host_tid, "host thread", host_tid);
   std::set<stream_id> streams;
   std::set<engine> engines;
@@ -76,8 +82,10 @@ void add_metadata(EventWriter& events, const Timeline& timeline) {
     streams.insert(span.stream);
     if (span.unit != engine::none) engines.insert(span.unit);
   }
-  for (stream_id s : streams) add_thread(events, stream_pid, stream_tid(s), stream_name(timeline, s), stream_tid(s));
-  for (engine e : engines) add_thread(events, engine_pid, engine_tid(e), std::string(to_string(e)), engine_tid(e));
+  for (stream_id s : streams)
+    add_thread(events, stream_pid, stream_tid(s), stream_name(timeline, s), stream_tid(s));
+  for (engine e : engines)
+    add_thread(events, engine_pid, engine_tid(e), std::string(to_string(e)), engine_tid(e));
 }
 
 std::string event_name(const Span& span) {
@@ -141,13 +149,13 @@ void add_host_spans(EventWriter& events, const Timeline& timeline, const TimeSca
   for (const HostSpan& host : timeline.host_spans) {
     const std::string name = host.label.empty() ? std::string(to_string(host.activity)) : host.label;
     events.add({{"name", name},
-                      {"cat", "host"},
-                      {"ph", "X"},
-                      {"pid", host_pid},
-                      {"tid", host_tid},
-                      {"ts", host.start * scale.to_microseconds},
-                      {"dur", (host.end - host.start) * scale.to_microseconds},
-                      {"args", {{"op", host.op}, {"activity", to_string(host.activity)}}}});
+                {"cat", "host"},
+                {"ph", "X"},
+                {"pid", host_pid},
+                {"tid", host_tid},
+                {"ts", host.start * scale.to_microseconds},
+                {"dur", (host.end - host.start) * scale.to_microseconds},
+                {"args", {{"op", host.op}, {"activity", to_string(host.activity)}}}});
   }
 }
 
@@ -159,7 +167,8 @@ std::string to_chrome_trace(const Timeline& timeline) {
   add_metadata(events, timeline);
   add_spans(events, timeline, scale);
   add_host_spans(events, timeline, scale);
-  json other = {{"program", timeline.program_name}, {"device", timeline.device}, {"time_unit", timeline.time_unit}};
+  json other = {
+      {"program", timeline.program_name}, {"device", timeline.device}, {"time_unit", timeline.time_unit}};
   if (scale.assumed) other["time_scale"] = fmt::format("1 {} is shown as 1 ms", timeline.time_unit);
   return fmt::format("{{\"traceEvents\":[{}\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{}}}\n",
                      events.take(), other.dump());

@@ -16,7 +16,8 @@ constexpr int max_decimal_places = 6;
 
 // Mermaid's parser splits tasks on ':' and ';' and treats '#' as a comment.
 std::string sanitize(std::string text) {
-  std::replace_if(text.begin(), text.end(), [](char c) { return c == ':' || c == '#' || c == ';'; }, ' ');
+  std::replace_if(
+      text.begin(), text.end(), [](char c) { return c == ':' || c == '#' || c == ';'; }, ' ');
   return text;
 }
 
@@ -32,10 +33,10 @@ double tick_scale(const Timeline& timeline) {
     const bool spans_whole = std::all_of(timeline.spans.begin(), timeline.spans.end(), [&](const Span& s) {
       return is_near_integer(s.start * scale) && is_near_integer(s.end * scale);
     });
-    const bool host_whole = std::all_of(timeline.host_spans.begin(), timeline.host_spans.end(),
-                                        [&](const HostSpan& h) {
-                                          return is_near_integer(h.start * scale) && is_near_integer(h.end * scale);
-                                        });
+    const bool host_whole =
+        std::all_of(timeline.host_spans.begin(), timeline.host_spans.end(), [&](const HostSpan& h) {
+          return is_near_integer(h.start * scale) && is_near_integer(h.end * scale);
+        });
     if (spans_whole && host_whole) return scale;
   }
   return scale;
@@ -58,12 +59,14 @@ std::string stream_sections(const Timeline& timeline, double scale) {
   }
   std::string text;
   for (auto& [stream, spans] : by_stream) {
-    std::stable_sort(spans.begin(), spans.end(), [](const Span* a, const Span* b) { return a->start < b->start; });
+    std::stable_sort(spans.begin(), spans.end(),
+                     [](const Span* a, const Span* b) { return a->start < b->start; });
     const std::string name =
         stream < timeline.streams.size() ? timeline.streams[stream].name : fmt::format("stream {}", stream);
     text += fmt::format("  section {}\n", sanitize(name));
     for (std::size_t i = 0; i < spans.size(); ++i) {
-      text += task(span_name(*spans[i]), fmt::format("s{}_{}", stream, i), spans[i]->start, spans[i]->end, scale);
+      text +=
+          task(span_name(*spans[i]), fmt::format("s{}_{}", stream, i), spans[i]->start, spans[i]->end, scale);
     }
   }
   return text;

@@ -39,9 +39,18 @@ std::string join(const field_list& names) {
   return out;
 }
 
+/// User text quoted for a message: errors are one line, so a multi-line
+/// or long scalar is escaped and cut.
+std::string shown(std::string_view text) {
+  constexpr std::size_t kLongest = 40;
+  std::string out = "'";
+  for (const char c : text.substr(0, kLongest)) out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  return out + (text.size() > kLongest ? "...'" : "'");
+}
+
 /// How a node looks, for "X is not a Y" messages.
 std::string describe(const YAML::Node& node) {
-  if (node.IsScalar()) return fmt::format("'{}'", node.Scalar());
+  if (node.IsScalar()) return shown(node.Scalar());
   if (node.IsSequence()) return "a list";
   if (node.IsMap()) return "a map";
   return "an empty value";
@@ -71,9 +80,6 @@ class Field {
   [[noreturn]] void fail_missing(std::string_view key, std::string_view expected) const {
     Field(*source_, YAML::Node(), member_path(key), line_).fail("required", expected);
   }
-
-  /// The same node blamed on another line (an offending key of this map).
-  [[nodiscard]] Field at_line(int line) const { return Field(*source_, node_, path_, line); }
 
   /// Member `key` of a map, or nothing when absent (an empty value is present).
   [[nodiscard]] std::optional<Field> get(std::string_view key) const {
@@ -149,9 +155,10 @@ void check_fields(const Field& field, const field_list& allowed) {
   for (const auto& [key, value] : field.members()) {
     const std::string& name = key.node().Scalar();
     if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
-      key.fail(fmt::format("unknown field '{}'", name), "one of: " + join(allowed));
+      key.fail("unknown field " + shown(name), "one of: " + join(allowed));
     }
-    if (!seen.insert(name).second) key.fail(fmt::format("field '{}' given twice", name), "each field once");
+    if (!seen.insert(name).second)
+      key.fail(fmt::format("field {} given twice", shown(name)), "each field once");
   }
 }
 
@@ -293,7 +300,8 @@ std::vector<std::string> read_item_names(const Field& field) {
   for (const Field& element : field.elements()) {
     std::string name = read_string(element);
     const auto [previous, fresh] = first_seen.emplace(name, element.path());
-    if (!fresh) element.fail(fmt::format("'{}' repeats {}", name, previous->second), "unique item names");
+    if (!fresh)
+      element.fail(fmt::format("{} repeats {}", shown(name), previous->second), "unique item names");
     names.push_back(std::move(name));
   }
   return names;
@@ -346,7 +354,7 @@ issue_order read_issue_order(const Field& field) {
   try {
     return parse_issue_order(text);
   } catch (const invalid_input&) {
-    field.fail(fmt::format("'{}' is not an issue order", text),
+    field.fail(fmt::format("{} is not an issue order", shown(text)),
                "one of: depth, depth-first, depth_first, breadth, breadth-first, breadth_first");
   }
 }
@@ -363,6 +371,11 @@ PipelineShape read_pipeline_shape(const Field& pipeline) {
   if (auto field = pipeline.get("memory")) shape.memory = read_choice(*field, kMemories);
   if (auto field = pipeline.get("kernel_share")) shape.kernel_gpu_share = read_share(*field);
   if (auto field = pipeline.get("synchronize_at_end")) shape.synchronize_at_end = read_bool(*field);
+  // A pipeline with no stage would be an empty program: surely a slip.
+  if (!shape.h2d_time && !shape.kernel_time && !shape.d2h_time && shape.h2d_bytes == 0 &&
+      shape.d2h_bytes == 0) {
+    pipeline.fail("no stage has a time or bytes", "stage_time, total_time or bytes");
+  }
   return shape;
 }
 
@@ -424,7 +437,7 @@ const OpForm& read_op_form(const Field& op) {
   for (const OpForm& form : op_forms()) {
     if (form.name == name) return form;
   }
-  field.fail(fmt::format("'{}' is not an op", name), "one of: " + join(names));
+  field.fail(fmt::format("{} is not an op", shown(name)), "one of: " + join(names));
 }
 
 field_list allowed_fields(const OpForm& form) {
@@ -493,18 +506,18 @@ class AccessReader {
     Access access;
     const auto open = text.find('[');
     access.buffer = std::string(trim(text.substr(0, open)));
-    if (access.buffer.empty()) field.fail(fmt::format("'{}' names no buffer", text), kExpected);
+    if (access.buffer.empty()) field.fail(fmt::format("{} names no buffer", shown(text)), kExpected);
     if (open == std::string_view::npos) return access;
     const std::string_view range = text.substr(open + 1);
     const auto colon = range.find(':');
     if (range.empty() || range.back() != ']' || colon == std::string_view::npos) {
-      field.fail(fmt::format("'{}' is not a buffer range", text), kExpected);
+      field.fail(fmt::format("{} is not a buffer range", shown(text)), kExpected);
     }
     access.offset = read_offset(field, trim(range.substr(0, colon)), 0);
     const std::string_view end_text = trim(range.substr(colon + 1, range.size() - colon - 2));
     if (end_text.empty()) return access;  // to the end of the buffer
     const std::uint64_t end = read_offset(field, end_text, 0);
-    if (end < access.offset) field.fail(fmt::format("'{}' ends before it starts", text), kExpected);
+    if (end < access.offset) field.fail(fmt::format("{} ends before it starts", shown(text)), kExpected);
     access.size = end - access.offset;
     return access;
   }
@@ -512,7 +525,7 @@ class AccessReader {
   static std::uint64_t read_offset(const Field& field, std::string_view text, std::uint64_t if_empty) {
     if (text.empty()) return if_empty;
     const std::optional<std::uint64_t> offset = parse_byte_count(text);
-    if (!offset) field.fail(fmt::format("'{}' is not a byte offset", text), kBytesExpected);
+    if (!offset) field.fail(fmt::format("{} is not a byte offset", shown(text)), kBytesExpected);
     return *offset;
   }
 };
@@ -534,7 +547,7 @@ class ExplicitReader {
     for (const Field& element : list.elements()) {
       const std::string name = read_string(element);
       if (program_.find_event(name))
-        element.fail(fmt::format("event '{}' declared twice", name), "unique names");
+        element.fail(fmt::format("event {} declared twice", shown(name)), "unique names");
       program_.add_event(name);
     }
   }
@@ -545,7 +558,7 @@ class ExplicitReader {
     for (const auto& [key, value] : map.members()) {
       const std::string name = read_string(key);
       if (!buffers_->emplace(name, read_bytes(value)).second) {
-        key.fail(fmt::format("buffer '{}' declared twice", name), "unique names");
+        key.fail(fmt::format("buffer {} declared twice", shown(name)), "unique names");
       }
     }
   }
@@ -577,10 +590,10 @@ class ExplicitReader {
   void add_stream(const Field& name_field, const Field& kind_field, stream_kind kind, int priority) {
     const std::string name = read_string(name_field);
     if (name == "default" || name == "per_thread") {
-      name_field.fail(fmt::format("'{}' is reserved", name), kReservedStreamsExpected);
+      name_field.fail(fmt::format("{} is reserved", shown(name)), kReservedStreamsExpected);
     }
     if (program_.find_stream(name))
-      name_field.fail(fmt::format("stream '{}' declared twice", name), "unique names");
+      name_field.fail(fmt::format("stream {} declared twice", shown(name)), "unique names");
     try {
       program_.add_stream(name, kind, priority);
     } catch (const invalid_input& e) {
@@ -627,7 +640,7 @@ class ExplicitReader {
     if (name == "default") return program_.legacy_default_stream();
     if (name == "per_thread") return per_thread_stream();
     const std::optional<stream_id> stream = program_.find_stream(name);
-    if (!stream) field.fail(fmt::format("'{}' is not a declared stream", name), streams_expected());
+    if (!stream) field.fail(fmt::format("{} is not a declared stream", shown(name)), streams_expected());
     return *stream;
   }
 
@@ -642,7 +655,7 @@ class ExplicitReader {
   event_id resolve_event(const Field& field) const {
     const std::string name = read_string(field);
     const std::optional<event_id> event = program_.find_event(name);
-    if (!event) field.fail(fmt::format("'{}' is not a declared event", name), events_expected());
+    if (!event) field.fail(fmt::format("{} is not a declared event", shown(name)), events_expected());
     return *event;
   }
 
@@ -671,7 +684,8 @@ class ExplicitReader {
     if (!buffers_) return;
     const auto buffer = buffers_->find(access.buffer);
     if (buffer == buffers_->end()) {
-      field.fail(fmt::format("'{}' is not a declared buffer", access.buffer), "one of: " + buffer_names());
+      field.fail(fmt::format("{} is not a declared buffer", shown(access.buffer)),
+                 "one of: " + buffer_names());
     }
     const std::uint64_t size = buffer->second;
     const std::uint64_t bytes = access.size.value_or(0);

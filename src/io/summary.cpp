@@ -24,7 +24,9 @@ std::string op_name(const Span& span) {
   return span.item.empty() ? label : fmt::format("{}:{}", label, span.item);
 }
 
-std::string percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100.0); }
+std::string percent(double fraction) {
+  return fmt::format("{:.1f}%", fraction * 100.0);
+}
 
 std::string with_unit(const Timeline& timeline, double value) {
   return fmt::format("{} {}", format_number(value), timeline.time_unit);
@@ -95,7 +97,8 @@ std::string engine_use_line(const Metrics& metrics) {
   std::string line = "Engine use:        ";
   for (std::size_t i = 0; i < metrics.engines.size(); ++i) {
     if (i > 0) line += " | ";
-    line += fmt::format("{} {}", to_string(metrics.engines[i].unit), percent(metrics.engines[i].busy_fraction));
+    line +=
+        fmt::format("{} {}", to_string(metrics.engines[i].unit), percent(metrics.engines[i].busy_fraction));
   }
   return line + "\n";
 }
@@ -128,7 +131,8 @@ std::string stalls_section(const Timeline& timeline, const Metrics& metrics) {
   std::string text = "Why not faster:\n";
   const std::size_t shown = std::min(metrics.stalls.size(), max_stalls_listed);
   for (std::size_t i = 0; i < shown; ++i) text += stall_line(timeline, index, metrics.stalls[i]);
-  if (metrics.stalls.size() > shown) text += fmt::format("  ... and {} more\n", metrics.stalls.size() - shown);
+  if (metrics.stalls.size() > shown)
+    text += fmt::format("  ... and {} more\n", metrics.stalls.size() - shown);
   return text;
 }
 
@@ -143,7 +147,8 @@ std::string to_summary(const Timeline& timeline) {
   text += fmt::format("Sequential time:   {}\n", with_unit(timeline, metrics.sequential));
   text += fmt::format("Speedup:           {:.2f}x\n", metrics.speedup);
   text += engine_use_line(metrics);
-  text += fmt::format("Two or more engines busy: {} of the time\n", percent(metrics.multi_engine_busy_fraction));
+  text +=
+      fmt::format("Two or more engines busy: {} of the time\n", percent(metrics.multi_engine_busy_fraction));
   text += bound_line(timeline, metrics);
   text += host_blocked_line(timeline);
   text += stalls_section(timeline, metrics);

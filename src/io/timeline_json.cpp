@@ -4,12 +4,12 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
-#include <nlohmann/json.hpp>
 
 #include "overlap/core/error.hpp"
 #include "overlap/io/exporters.hpp"
@@ -25,12 +25,12 @@ constexpr int format_version = 1;
 
 // Every value of each enum, so the parsers below are the exact inverse of
 // the to_string functions and cannot drift from them.
-constexpr std::array all_engines{engine::h2d_copy, engine::d2h_copy, engine::copy,          engine::d2d_copy,
+constexpr std::array all_engines{engine::h2d_copy, engine::d2h_copy,      engine::copy, engine::d2d_copy,
                                  engine::compute,  engine::host_callback, engine::none};
-constexpr std::array all_wait_reasons{wait_reason::none,           wait_reason::host_issue, wait_reason::stream_order,
-                                      wait_reason::event_wait,     wait_reason::default_stream,
-                                      wait_reason::engine_busy,    wait_reason::gpu_full,   wait_reason::queue_head,
-                                      wait_reason::completion_signal};
+constexpr std::array all_wait_reasons{
+    wait_reason::none,       wait_reason::host_issue,     wait_reason::stream_order,
+    wait_reason::event_wait, wait_reason::default_stream, wait_reason::engine_busy,
+    wait_reason::gpu_full,   wait_reason::queue_head,     wait_reason::completion_signal};
 constexpr std::array all_op_kinds{op_kind::copy,
                                   op_kind::memset,
                                   op_kind::kernel,
@@ -45,8 +45,8 @@ constexpr std::array all_op_kinds{op_kind::copy,
                                   op_kind::host_allocate,
                                   op_kind::host_free,
                                   op_kind::host_work};
-constexpr std::array all_stream_kinds{stream_kind::blocking, stream_kind::non_blocking, stream_kind::legacy_default,
-                                      stream_kind::per_thread_default};
+constexpr std::array all_stream_kinds{stream_kind::blocking, stream_kind::non_blocking,
+                                      stream_kind::legacy_default, stream_kind::per_thread_default};
 constexpr std::array all_directions{copy_direction::h2d, copy_direction::d2h, copy_direction::d2d};
 constexpr std::array all_activities{host_activity::api_call, host_activity::blocked, host_activity::work};
 
@@ -228,7 +228,8 @@ Span span_from_json(const ObjectReader& in, std::size_t stream_count) {
   }
   span.stream = static_cast<stream_id>(in.unsigned_integer("stream", max_id));
   if (span.stream >= stream_count) {
-    fail(in.path("stream"), fmt::format("{} is out of range ({} streams declared)", span.stream, stream_count));
+    fail(in.path("stream"),
+         fmt::format("{} is out of range ({} streams declared)", span.stream, stream_count));
   }
   span.unit = in.enumeration("engine", all_engines, "engine");
   if (in.has("bytes")) span.bytes = in.unsigned_integer("bytes", std::numeric_limits<std::uint64_t>::max());
@@ -269,7 +270,8 @@ Timeline timeline_from_object(const json& root) {
   const json& spans = in.array("spans", true);
   timeline.spans.reserve(spans.size());
   for (std::size_t i = 0; i < spans.size(); ++i) {
-    timeline.spans.push_back(span_from_json(ObjectReader(spans[i], element_path("spans", i)), streams.size()));
+    timeline.spans.push_back(
+        span_from_json(ObjectReader(spans[i], element_path("spans", i)), streams.size()));
   }
   const json& hosts = in.array("host_spans", false);
   for (std::size_t i = 0; i < hosts.size(); ++i) {

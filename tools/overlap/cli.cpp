@@ -50,6 +50,13 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     out << app.version() << '\n';
     return exit_ok;
   } catch (const CLI::ParseError& e) {
+    if (!args.empty() && !args.front().starts_with('-') && app.get_subcommands().empty()) {
+      std::vector<std::string> names;
+      for (const Subcommand& command : commands) names.push_back(command.app->get_name());
+      err << fmt::format("overlap: error: unknown command '{}' (expected one of: {})\n", args.front(),
+                         fmt::join(names, ", "));
+      return exit_bad_input;
+    }
     err << "overlap: error: " << one_line(e.what()) << " (see 'overlap --help')\n";
     return exit_bad_input;
   }
