@@ -177,3 +177,56 @@ TEST(Pipeline, ParsesIssueOrderSpellings) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(PipelineRing, SlotsPassedBetweenStreamsAreHandedOverWithEvents) {
+  overlap::PipelineShape shape;
+  shape.chunks = 5;
+  shape.streams = 2;
+  shape.ring_depth = 3;  // chunk 3 reuses chunk 0's slot, but on the other stream
+  shape.h2d_bytes = 50;
+  shape.h2d_chunk_bytes = 12;  // 12, 12, 12, 12, 2
+  shape.kernel_time = 5.0;
+  shape.synchronize_at_end = false;
+  const overlap::Program p = overlap::make_pipeline_program(shape);
+  std::vector<std::string> sequence;
+  for (const overlap::Op& op : p.ops()) {
+    std::string what = std::string(overlap::to_string(op.kind)) + ":" + op.item;
+    if (op.event) what = std::string(overlap::to_string(op.kind)) + ":" + p.events()[*op.event];
+    sequence.push_back(what + "@" + p.streams()[*op.stream].name);
+  }
+  const std::vector<std::string> expected = {
+      "copy:0@Stream1",          "kernel:0@Stream1", "record:slot0_free@Stream1",  // chunk 0
+      "copy:1@Stream2",          "kernel:1@Stream2", "record:slot1_free@Stream2",  // chunk 1
+      "copy:2@Stream1",          "kernel:2@Stream1",                       // chunk 2: slot 2, last user
+      "wait:slot0_free@Stream2", "copy:3@Stream2",   "kernel:3@Stream2",   // chunk 3
+      "wait:slot1_free@Stream1", "copy:4@Stream1",   "kernel:4@Stream1"};  // chunk 4
+  EXPECT_EQ(sequence, expected);
+  // Fixed chunk size: the last chunk carries the remainder, at its offset.
+  EXPECT_EQ(p.ops()[12].bytes, 2u);
+  ASSERT_EQ(p.ops()[12].accesses.size(), 2u);
+  EXPECT_EQ(p.ops()[12].accesses[0].buffer, "host_in");
+  EXPECT_EQ(p.ops()[12].accesses[0].offset, 48u);
+  EXPECT_EQ(p.ops()[12].accesses[1].buffer, "d_in_1");
+}
+
+TEST(PipelineRing, RejectsARingShallowerThanTheStreamsAndAMismatchedChunkSize) {
+  overlap::PipelineShape shape;
+  shape.chunks = 4;
+  shape.streams = 4;
+  shape.kernel_time = 1.0;
+  shape.ring_depth = 2;
+  EXPECT_THROW((void)overlap::make_pipeline_program(shape), overlap::invalid_input);
+  shape.ring_depth = 0;
+  shape.h2d_bytes = 100;
+  shape.h2d_chunk_bytes = 10;  // 10 chunks, not 4
+  try {
+    (void)overlap::make_pipeline_program(shape);
+    FAIL() << "accepted";
+  } catch (const overlap::invalid_input& e) {
+    EXPECT_NE(std::string(e.what()).find("h2d_chunk_bytes"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
