@@ -1,5 +1,6 @@
 # The two commands of the README. Each installs what is missing, then builds.
-#   make run    the main job: the simulator on the seeds' 2-stream example
+#   make run    the main job: with a GPU, a quick overlapped benchmark and its
+#               timeline; without one, the simulator on the seeds' example
 #   make test   build and run the whole test suite through ctest
 PRESET ?= default
 OVERLAP := build/$(PRESET)/tools/overlap/overlap
@@ -7,7 +8,13 @@ OVERLAP := build/$(PRESET)/tools/overlap/overlap
 .PHONY: run test build deps bench clean
 
 run: build
-	$(OVERLAP) simulate examples/seed004.yaml --format ascii,summary
+	@if nvidia-smi -L >/dev/null 2>&1 && $(OVERLAP) bench --help >/dev/null 2>&1; then \
+	  $(OVERLAP) bench --quick --timeline build/timeline.json && \
+	  echo "timeline of the best run: build/timeline.json (open in ui.perfetto.dev)"; \
+	else \
+	  echo "(no CUDA device: simulating the seeds' 2-stream pipeline instead)"; \
+	  $(OVERLAP) simulate examples/seed004.yaml --format ascii,summary; \
+	fi
 
 test: build
 	ctest --preset $(PRESET) -j 2

@@ -19,6 +19,7 @@ host<->device copies with kernels.
 Try:
   overlap simulate examples/seed004.yaml --format ascii
   overlap simulate --h2d 30 --kernel 20 --d2h 30 --chunks 4 --streams 2
+  overlap check examples/check/numba-dependency-racy.yaml
   overlap device h100 > my-gpu.json)";
 
 // CLI11 messages can span lines; errors are one line.
@@ -38,7 +39,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   app.require_subcommand(1);
   app.footer("Run 'overlap COMMAND --help' for a command's options and examples.");
   const Streams io{out, err};
-  const std::vector<Subcommand> commands = {add_simulate(app, io), add_device(app, io)};
+  const std::vector<Subcommand> commands = {add_simulate(app, io), add_check(app, io), add_device(app, io),
+                                            add_bench(app, io)};
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
   try {

@@ -23,6 +23,8 @@ struct Subcommand {
 
 Subcommand add_simulate(CLI::App& parent, Streams io);
 Subcommand add_device(CLI::App& parent, Streams io);
+Subcommand add_bench(CLI::App& parent, Streams io);
+Subcommand add_check(CLI::App& parent, Streams io);
 
 /// Writes `text` to `path` all at once (through a temporary file renamed into
 /// place), or to io.out when path is empty or "-". Throws invalid_input.

@@ -1,0 +1,38 @@
+// An owned CUDA event, with or without timing.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "overlap/cuda/stream.hpp"
+
+namespace overlap::cuda {
+
+/// Whether an event records a timestamp (timing costs a little).
+enum class event_timing { disabled, enabled };
+
+/// An owned CUDA event, destroyed with the object.
+class event {
+ public:
+  explicit event(event_timing timing = event_timing::disabled);
+  ~event();
+  event(const event&) = delete;
+  event& operator=(const event&) = delete;
+  event(event&& other) noexcept;
+  event& operator=(event&& other) noexcept;
+
+  /// cudaEventRecord on `stream`.
+  void record(stream_view stream);
+  /// Makes `stream` wait for the most recent record (cudaStreamWaitEvent).
+  void wait_on(stream_view stream) const;
+  /// Blocks the host until the most recent record has completed.
+  void synchronize() const;
+  /// Milliseconds from `start` to this event; both must be timing events, recorded and complete.
+  [[nodiscard]] float elapsed_since(const event& start) const;
+
+  [[nodiscard]] cudaEvent_t get() const noexcept { return handle_; }
+
+ private:
+  cudaEvent_t handle_ = nullptr;
+};
+
+}  // namespace overlap::cuda

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs on the lent GPU machine (see bench/RESULTS.md): it has CUDA but none
+# of our Debian dependencies, so the `h100` preset is built on the dev machine
+# and carried over with the two shared libraries it needs (.devlibs/).
+#   here:   cmake --preset h100 && cmake --build --preset h100
+#   device: scripts/device-run.sh   (results under $OUT)
+set -uo pipefail
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+# The CPU tests find examples/ by the absolute path of the build machine.
+[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
+export LD_LIBRARY_PATH="$PWD/.devlibs:${LD_LIBRARY_PATH:-}"
+B=build/h100
+log="$OUT/device-run.log"
+status=0
+step() {  # step NAME COMMAND...: run, append to the log, remember failures
+  local name=$1; shift
+  echo "=== $name: $*" | tee -a "$log"
+  "$@" >>"$log" 2>&1; local rc=$?
+  echo "=== $name: exit $rc" | tee -a "$log"
+  [ $rc -eq 0 ] || status=1
+}
+{ date -u; nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } >"$OUT/device.txt" 2>&1
+step cpu-tests "$B/tests/overlap_tests" --gtest_brief=1
+for exe in "$B"/tests/overlap_cuda_*tests "$B"/tests/overlap_gpu_tests*; do
+  [ -x "$exe" ] && step "$(basename "$exe")" "$exe" --gtest_brief=1
+done
+if [ -x "$B/tests/overlap_gpu_tests" ]; then
+  step memcheck compute-sanitizer --tool memcheck --leak-check full --report-api-errors no --error-exitcode 3 "$B/tests/overlap_gpu_tests" --gtest_brief=1
+fi
+for ex in "$B"/examples/stream_overlap "$B"/examples/out_of_core; do
+  [ -x "$ex" ] && step "$(basename "$ex")" "$ex"
+done
+if [ -x "$B/tools/overlap/overlap" ]; then
+  step bench "$B/tools/overlap/overlap" bench --json --output "$OUT/bench.json" --timeline "$OUT/best-timeline.json"
+  step bench-table "$B/tools/overlap/overlap" bench --reps 10
+fi
+exit $status

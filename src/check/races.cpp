@@ -1,0 +1,129 @@
+#include "overlap/check/races.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <string_view>
+#include <unordered_map>
+
+#include "access_history.hpp"
+#include "overlap/check/findings.hpp"
+#include "overlap/check/happens_before.hpp"
+
+namespace overlap::check {
+
+namespace {
+
+using detail::BufferHistory;
+using detail::ByteRange;
+using detail::PastAccess;
+
+constexpr op_id no_op = std::numeric_limits<op_id>::max();
+
+class RaceDetector {
+ public:
+  RaceDetector(const Program& program, const RaceOptions& options)
+      : program_(program), options_(options), walker_(program), reported_for_(program.ops().size(), no_op) {}
+
+  RaceReport run() {
+    while (!walker_.done() && !report_.truncated) {
+      const op_id id = walker_.next();
+      const VectorClock& clock = walker_.step();
+      const Op& op = program_.ops()[id];
+      if (op.accesses.empty()) continue;
+      check(id, op, clock);
+      remember(id, op);
+    }
+    return std::move(report_);
+  }
+
+ private:
+  BufferHistory& history(const std::string& buffer) { return buffers_[buffer]; }
+
+  // Every earlier access this op's accesses race with, one Race per earlier op.
+  void check(op_id id, const Op& op, const VectorClock& clock) {
+    found_.clear();
+    for (std::uint32_t a = 0; a < op.accesses.size(); ++a) {
+      const Access& access = op.accesses[a];
+      const ByteRange range = detail::range_of(access);
+      if (range.empty()) continue;
+      history(access.buffer).conflicts(range, access.mode, clock, [&](const PastAccess& past) {
+        if (reported_for_[past.op] == id) return;
+        reported_for_[past.op] = id;
+        found_.push_back(race(past, id, a));
+      });
+    }
+    std::sort(found_.begin(), found_.end(), [](const Race& x, const Race& y) { return x.first < y.first; });
+    for (Race& r : found_) {
+      if (report_.races.size() >= options_.max_races) {
+        report_.truncated = true;
+        return;
+      }
+      report_.races.push_back(std::move(r));
+    }
+  }
+
+  Race race(const PastAccess& past, op_id id, std::uint32_t access_index) const {
+    const Access& earlier = program_.ops()[past.op].accesses[past.access];
+    const Access& later = program_.ops()[id].accesses[access_index];
+    const ByteRange shared = detail::intersect(detail::range_of(earlier), detail::range_of(later));
+    Race r;
+    r.first = past.op;
+    r.second = id;
+    r.buffer = later.buffer;
+    r.begin = shared.begin;
+    if (shared.end != ByteRange::unbounded) r.end = shared.end;
+    r.first_mode = earlier.mode;
+    r.second_mode = later.mode;
+    r.first_access = past.access;
+    r.second_access = access_index;
+    return r;
+  }
+
+  void remember(op_id id, const Op& op) {
+    for (std::uint32_t a = 0; a < op.accesses.size(); ++a) {
+      const Access& access = op.accesses[a];
+      const ByteRange range = detail::range_of(access);
+      if (range.empty()) continue;
+      history(access.buffer)
+          .record(range, access.mode, walker_.epoch(), PastAccess{walker_.epoch().sequence, id, a},
+                  walker_.host_known());
+    }
+  }
+
+  const Program& program_;
+  RaceOptions options_;
+  ClockWalker walker_;
+  std::unordered_map<std::string, BufferHistory> buffers_;
+  // reported_for_[a] == b: the pair (a, b) is already in found_.
+  std::vector<op_id> reported_for_;
+  std::vector<Race> found_;
+  RaceReport report_;
+};
+
+}  // namespace
+
+RaceReport find_races(const Program& program, const RaceOptions& options) {
+  return RaceDetector(program, options).run();
+}
+
+void require_race_free(const Program& program) {
+  constexpr std::size_t shown = 3;
+  RaceReport report = find_races(program, RaceOptions{shown + 1});
+  if (report.races.empty()) return;
+  const std::size_t count = report.races.size();
+  const std::string_view name = program.name.empty() ? std::string_view("the program") : program.name;
+  std::string message =
+      count > shown ? fmt::format("{} is not race-free: more than {} races, the first: ", name, shown)
+                    : fmt::format("{} is not race-free: {} race{}: ", name, count, count == 1 ? "" : "s");
+  for (std::size_t i = 0; i < std::min(report.races.size(), shown); ++i) {
+    const Race& r = report.races[i];
+    message +=
+        fmt::format("{}{} (fix: {})", i == 0 ? "" : "; ", describe_race(program, r), race_fix(program, r));
+  }
+  if (report.races.size() > shown) report.races.resize(shown);
+  throw race_error(message, std::move(report.races));
+}
+
+}  // namespace overlap::check

@@ -1,0 +1,232 @@
+// Trap rules about copies: (a) copies and memsets on the legacy default
+// stream, (b) cudaMemcpyAsync from pageable memory.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "access_history.hpp"
+#include "overlap/check/happens_before.hpp"
+#include "trap_context.hpp"
+
+namespace overlap::check::detail {
+
+namespace {
+
+bool on_legacy(const Program& p, const Op& op) {
+  return op.stream && p.streams()[*op.stream].kind == stream_kind::legacy_default;
+}
+
+// How far ahead to look for a copy's consumer: past it the repair uses a new
+// stream (still correct, the orderings are restored), and the search stays
+// linear for programs with many default-stream copies.
+constexpr std::size_t consumer_horizon = 4096;
+
+// The first later op on an ordinary stream that touches what `op` touches:
+// where the copy's result is needed, so the copy can run in its stream.
+std::optional<op_id> first_consumer(const Program& p, op_id op) {
+  const Op& x = p.ops()[op];
+  if (x.accesses.empty()) return std::nullopt;
+  const std::size_t end = std::min(p.ops().size(), op + 1 + consumer_horizon);
+  for (auto i = static_cast<std::size_t>(op) + 1; i < end; ++i) {
+    const Op& later = p.ops()[i];
+    if (is_stream_op(later.kind) && !on_legacy(p, later) && conflict(x, later)) return static_cast<op_id>(i);
+  }
+  return std::nullopt;
+}
+
+// Streams with work the host has not waited for when each op is issued.
+std::map<op_id, std::vector<stream_id>> in_flight_at(const Program& p, const std::vector<op_id>& ops) {
+  std::map<op_id, std::vector<stream_id>> result;
+  const std::set<op_id> wanted(ops.begin(), ops.end());
+  ClockWalker walker(p);
+  while (!walker.done()) {
+    if (wanted.contains(walker.next())) {
+      auto& streams = result[walker.next()];
+      for (stream_id s = 0; s < p.streams().size(); ++s) {
+        if (walker.in_flight(s)) streams.push_back(s);
+      }
+    }
+    walker.step();
+  }
+  return result;
+}
+
+std::vector<op_id> sorted_unique(std::vector<op_id> ops) {
+  std::sort(ops.begin(), ops.end());
+  ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+  return ops;
+}
+
+/// Rule (a)'s repair: where each default-stream copy or memset goes.
+struct LegacyRepair {
+  std::vector<op_id> instances;
+  std::map<op_id, stream_id> target;  // in the repaired program
+  std::map<op_id, op_id> consumer;    // when the target is a consumer's stream
+  EditedProgram repaired;
+};
+
+LegacyRepair plan_legacy_repair(const Program& p, std::vector<op_id> instances) {
+  LegacyRepair plan;
+  plan.instances = std::move(instances);
+  ProgramEditor editor(p);
+  std::optional<stream_id> fresh;
+  for (const op_id x : plan.instances) {
+    if (const auto c = first_consumer(p, x)) {
+      plan.consumer[x] = *c;
+      plan.target[x] = *p.ops()[*c].stream;
+    } else {
+      if (!fresh) fresh = editor.add_stream("async_copies", stream_kind::non_blocking);
+      plan.target[x] = *fresh;
+    }
+  }
+  for (op_id i = 0; i < p.ops().size(); ++i) {
+    const auto t = plan.target.find(i);
+    if (t == plan.target.end()) {
+      editor.keep(i);
+      continue;
+    }
+    Op moved = p.ops()[i];
+    moved.stream = t->second;
+    moved.mode = call_mode::asynchronous;
+    moved.memory = host_memory::pinned;
+    editor.emit(std::move(moved), i);
+  }
+  plan.repaired = std::move(editor).finish();
+  return plan;
+}
+
+std::string legacy_message(const Program& p, op_id first, const std::vector<stream_id>& in_flight,
+                           std::size_t instances) {
+  const Op& x = p.ops()[first];
+  const bool sync_copy = x.kind == op_kind::copy && x.mode == call_mode::synchronous;
+  const bool barrier = std::any_of(p.streams().begin(), p.streams().end(), [](const Stream& s) {
+    return s.kind == stream_kind::blocking || s.kind == stream_kind::per_thread_default;
+  });
+  std::string message = fmt::format("{} runs on the legacy default stream", describe_op(p, first));
+  if (barrier) {
+    message += ": it waits for all earlier work on blocking streams and holds back all later work on them";
+    if (sync_copy) message += ", and as a cudaMemcpy it blocks the host until it is done";
+  } else if (sync_copy) {
+    message += " as a cudaMemcpy: it blocks the host until it is done";
+  }
+  if (!in_flight.empty()) message += fmt::format(" ({} had work in flight)", stream_list(p, in_flight));
+  if (instances > 1)
+    message += fmt::format("; {} more such call{}", instances - 1, instances == 2 ? "" : "s");
+  return message + ".";
+}
+
+std::string legacy_fix(const Program& p, const LegacyRepair& plan) {
+  std::string fix;
+  for (std::size_t i = 0; i < std::min<std::size_t>(plan.instances.size(), 3); ++i) {
+    const op_id inst = plan.instances[i];
+    const std::string call =
+        p.ops()[inst].kind == op_kind::copy ? "a cudaMemcpyAsync from pinned memory" : "a cudaMemsetAsync";
+    fix += i == 0 ? "Make " : "; make ";
+    if (const auto c = plan.consumer.find(inst); c != plan.consumer.end()) {
+      fix += fmt::format("ops[{}] {} on {}, the stream of its consumer ops[{}]", inst, call,
+                         plan.repaired.program.streams()[plan.target.at(inst)].name, c->second);
+    } else {
+      fix += fmt::format("ops[{}] {} on a new non-blocking stream", inst, call);
+    }
+  }
+  if (plan.instances.size() > 3) fix += fmt::format("; likewise the {} others", plan.instances.size() - 3);
+  return fix + ".";
+}
+
+}  // namespace
+
+void find_legacy_default_stream(TrapContext& context, std::vector<Finding>& findings) {
+  const Program& p = context.program();
+  std::vector<op_id> instances;
+  bool other_streams_work = false;
+  for (op_id i = 0; i < p.ops().size(); ++i) {
+    const Op& op = p.ops()[i];
+    if (!is_work_op(op.kind)) continue;
+    if (!on_legacy(p, op)) {
+      other_streams_work = true;
+    } else if (op.kind == op_kind::copy || op.kind == op_kind::memset) {
+      instances.push_back(i);
+    }
+  }
+  // A program that only uses the default stream has nothing to overlap.
+  if (instances.empty() || !other_streams_work) return;
+
+  const LegacyRepair plan = plan_legacy_repair(p, std::move(instances));
+  const RepairCost cost = context.price(plan.repaired);
+  if (!context.matters(cost.time_lost)) return;
+
+  const auto in_flight = in_flight_at(p, plan.instances);
+  const op_id first = plan.instances.front();
+  Finding f;
+  f.level = severity::warning;
+  f.rule = std::string(rules::legacy_default_stream);
+  f.message = legacy_message(p, first, in_flight.at(first), plan.instances.size());
+  f.fix = legacy_fix(p, plan) + restored_sentence(cost.restored);
+  std::vector<op_id> involved = plan.instances;
+  std::vector<stream_id> streams{*p.ops()[first].stream};
+  for (const op_id inst : plan.instances) {
+    if (const auto c = plan.consumer.find(inst); c != plan.consumer.end()) {
+      involved.push_back(c->second);
+      streams.push_back(plan.target.at(inst));
+    }
+    streams.insert(streams.end(), in_flight.at(inst).begin(), in_flight.at(inst).end());
+  }
+  f.ops = listed_refs(p, sorted_unique(involved));
+  std::sort(streams.begin(), streams.end());
+  streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
+  for (const stream_id s : streams) f.streams.push_back(p.streams()[s].name);
+  f.time_lost = cost.time_lost;
+  findings.push_back(std::move(f));
+}
+
+void find_pageable_async_copies(TrapContext& context, std::vector<Finding>& findings) {
+  const Program& p = context.program();
+  std::vector<op_id> instances;
+  for (op_id i = 0; i < p.ops().size(); ++i) {
+    const Op& op = p.ops()[i];
+    // Copies on the legacy stream are rule (a)'s, whose repair pins them too.
+    if (op.kind == op_kind::copy && op.mode == call_mode::asynchronous &&
+        op.memory == host_memory::pageable && op.direction != copy_direction::d2d && !on_legacy(p, op)) {
+      instances.push_back(i);
+    }
+  }
+  if (instances.empty()) return;
+  ProgramEditor editor(p);
+  std::size_t next = 0;
+  for (op_id i = 0; i < p.ops().size(); ++i) {
+    if (next < instances.size() && instances[next] == i) {
+      Op pinned = p.ops()[i];
+      pinned.memory = host_memory::pinned;
+      editor.emit(std::move(pinned), i);
+      ++next;
+    } else {
+      editor.keep(i);
+    }
+  }
+  const RepairCost cost = context.price(std::move(editor).finish());
+  if (!context.matters(cost.time_lost)) return;
+
+  Finding f;
+  f.level = severity::warning;
+  f.rule = std::string(rules::pageable_async_copy);
+  f.message = fmt::format(
+      "cudaMemcpyAsync from pageable memory ({}): the driver stages the data through a pinned buffer while "
+      "the host waits, so the host issues nothing else until the copy is done.",
+      op_list(p, instances));
+  f.fix = fmt::format(
+      "Use pinned host memory (cudaMallocHost / cudaHostAlloc, cudaHostRegister on an existing buffer, "
+      "pin_memory() in PyTorch) so the copies run asynchronously.{}",
+      restored_sentence(cost.restored));
+  f.ops = listed_refs(p, instances);
+  std::vector<stream_id> streams;
+  for (const op_id i : instances) streams.push_back(*p.ops()[i].stream);
+  std::sort(streams.begin(), streams.end());
+  streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
+  for (const stream_id s : streams) f.streams.push_back(p.streams()[s].name);
+  f.time_lost = cost.time_lost;
+  findings.push_back(std::move(f));
+}
+
+}  // namespace overlap::check::detail

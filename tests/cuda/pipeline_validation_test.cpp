@@ -1,0 +1,418 @@
+// Pipeline argument validation and chunking, with no GPU: every bad argument
+// must be rejected as invalid_input naming it before any CUDA call. On a
+// machine without a GPU a CUDA call made too early would throw cuda_error
+// instead, and on one with a GPU the pageable-memory check would answer
+// first; both make these tests fail, so they pin the order down everywhere.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "overlap/check/races.hpp"
+#include "overlap/core/error.hpp"
+#include "overlap/core/pipeline_shape.hpp"
+#include "overlap/cuda/error.hpp"
+#include "overlap/cuda/pipeline.hpp"
+
+namespace {
+
+using overlap::invalid_input;
+using overlap::cuda::output_ratio;
+using overlap::cuda::Pipeline;
+using overlap::cuda::pipeline_options;
+using overlap::cuda::stream_view;
+using overlap::cuda::detail::erased_run;
+using overlap::cuda::detail::make_plan;
+
+constexpr std::size_t MiB = std::size_t{1} << 20;
+
+// Runs `call`, which must throw invalid_input; returns its message.
+template <typename Call>
+std::string invalid_input_message(Call&& call) {
+  try {
+    call();
+  } catch (const invalid_input& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected invalid_input, got another exception: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "expected invalid_input, nothing was thrown";
+  return {};
+}
+
+// Asserts the rejection names `argument` first (messages read "argument: ...")
+// and is not the later pageable-memory check.
+void expect_names(const std::string& message, const std::string& argument) {
+  EXPECT_EQ(message.rfind(argument + ":", 0), 0U) << "message: " << message;
+  EXPECT_EQ(message.find("pageable"), std::string::npos) << "message: " << message;
+}
+
+// Runs a Pipeline over plain host vectors: pageable memory, so only
+// validation that precedes every CUDA call can produce the expected error.
+template <typename In, typename Out = In>
+std::string run_rejected(const pipeline_options& options, std::size_t input_size, std::size_t output_size) {
+  std::vector<In> input(input_size);
+  std::vector<Out> output(output_size);
+  Pipeline<In, Out> pipeline(options);
+  bool stage_called = false;
+  std::string message = invalid_input_message([&] {
+    (void)pipeline.run(
+        std::span<const In>(input), std::span<Out>(output),
+        [&](std::span<const In>, std::span<Out>, stream_view, std::size_t) { stage_called = true; });
+  });
+  EXPECT_FALSE(stage_called);
+  return message;
+}
+
+// A run description for make_plan only: the pointers are never dereferenced.
+erased_run fake_run(std::size_t input_elements, std::size_t input_element_bytes, std::size_t output_elements,
+                    std::size_t output_element_bytes) {
+  static std::byte anchor[1];
+  return erased_run{anchor, input_elements,  input_element_bytes,
+                    anchor, output_elements, output_element_bytes};
+}
+
+TEST(PipelineValidation, NullInputWithSizeNamesInput) {
+  std::vector<float> output(16);
+  // Through the engine Pipeline::run forwards to: a std::span cannot hold a
+  // null pointer with a size without undefined behaviour.
+  overlap::cuda::detail::pipeline_engine engine;
+  const erased_run run{nullptr, 16, sizeof(float), output.data(), output.size(), sizeof(float)};
+  expect_names(invalid_input_message([&] {
+                 (void)engine.run(run, {},
+                                  [](const void*, std::size_t, void*, std::size_t, stream_view, std::size_t) {
+                                    ADD_FAILURE() << "stage called";
+                                  });
+               }),
+               "input");
+}
+
+TEST(PipelineValidation, NullOutputWithSizeNamesOutput) {
+  std::vector<float> input(16);
+  overlap::cuda::detail::pipeline_engine engine;
+  const erased_run run{input.data(), input.size(), sizeof(float), nullptr, 16, sizeof(float)};
+  expect_names(invalid_input_message([&] {
+                 (void)engine.run(run, {},
+                                  [](const void*, std::size_t, void*, std::size_t, stream_view, std::size_t) {
+                                    ADD_FAILURE() << "stage called";
+                                  });
+               }),
+               "output");
+}
+
+TEST(PipelineValidation, EmptyOutputSpanForNonEmptyInputNamesOutput) {
+  const std::string message = run_rejected<float>({}, 16, 0);
+  expect_names(message, "output");
+  EXPECT_NE(message.find("too small"), std::string::npos) << message;
+}
+
+TEST(PipelineValidation, OutputTooSmallNamesOutputAndTheSizes) {
+  const std::string message = run_rejected<float>({}, 100, 99);
+  expect_names(message, "output");
+  EXPECT_NE(message.find("99"), std::string::npos) << message;
+  EXPECT_NE(message.find("100"), std::string::npos) << message;
+}
+
+TEST(PipelineValidation, OutputTooSmallForTheRatio) {
+  pipeline_options options;
+  options.ratio = output_ratio{2, 1};
+  expect_names(run_rejected<float>(options, 100, 199), "output");
+}
+
+TEST(PipelineValidation, ChunkBytesZero) {
+  pipeline_options options;
+  options.chunk_bytes = 0;
+  expect_names(run_rejected<float>(options, 100, 100), "chunk_bytes");
+}
+
+TEST(PipelineValidation, StreamsZero) {
+  pipeline_options options;
+  options.streams = 0U;
+  expect_names(run_rejected<float>(options, 100, 100), "streams");
+}
+
+TEST(PipelineValidation, RingDepthBelowStreams) {
+  pipeline_options options;
+  options.streams = 4U;
+  options.ring_depth = 3U;
+  const std::string message = run_rejected<float>(options, 100, 100);
+  expect_names(message, "ring_depth");
+  EXPECT_NE(message.find("streams = 4"), std::string::npos) << message;
+}
+
+TEST(PipelineValidation, RingDepthBelowAutomaticStreams) {
+  pipeline_options options;
+  options.ring_depth = 1U;  // the automatic stream count is 4
+  expect_names(run_rejected<float>(options, 100, 100), "ring_depth");
+}
+
+TEST(PipelineValidation, ChunkBytesNotAMultipleOfTheElementSize) {
+  pipeline_options options;
+  options.chunk_bytes = 6;  // not a whole number of doubles
+  const std::string message = run_rejected<double>(options, 100, 100);
+  expect_names(message, "chunk_bytes");
+  EXPECT_NE(message.find("multiple"), std::string::npos) << message;
+  EXPECT_NE(message.find("8 bytes"), std::string::npos) << message;
+}
+
+TEST(PipelineValidation, RatioWithZeroOutputs) {
+  pipeline_options options;
+  options.ratio = output_ratio{0, 1};
+  expect_names(run_rejected<float>(options, 100, 100), "ratio");
+}
+
+TEST(PipelineValidation, RatioWithZeroInputs) {
+  pipeline_options options;
+  options.ratio = output_ratio{1, 0};
+  expect_names(run_rejected<float>(options, 100, 100), "ratio");
+}
+
+TEST(PipelineValidation, RatioNotDividingTheInput) {
+  pipeline_options options;
+  options.ratio = output_ratio{1, 4};
+  expect_names(run_rejected<float>(options, 10, 10), "ratio");
+}
+
+TEST(PipelineValidation, ChunkNotAMultipleOfTheRatio) {
+  pipeline_options options;
+  options.ratio = output_ratio{1, 4};
+  options.chunk_bytes = 6 * sizeof(float);  // 6 inputs do not make whole groups of 4
+  const std::string message = run_rejected<float>(options, 64, 16);
+  expect_names(message, "chunk_bytes");
+  EXPECT_NE(message.find("multiple of 4"), std::string::npos) << message;
+}
+
+TEST(PipelineValidation, BudgetTooSmallForOneElementPerSlot) {
+  pipeline_options options;
+  options.device_budget_bytes = 8;  // 4 slots of one float in and out need 32
+  expect_names(run_rejected<float>(options, 100, 100), "device_budget_bytes");
+}
+
+TEST(PipelineValidation, BudgetTooSmallForTheGivenChunk) {
+  pipeline_options options;
+  options.chunk_bytes = 1 * MiB;
+  options.streams = 2U;
+  options.device_budget_bytes = 4 * MiB - 1;  // 2 slots x (1 MiB in + 1 MiB out) = 4 MiB
+  const std::string message = run_rejected<float>(options, 1 << 20, 1 << 20);
+  expect_names(message, "device_budget_bytes");
+  EXPECT_NE(message.find("4194304"), std::string::npos) << message;
+}
+
+TEST(PipelineValidation, EmptyInputIsNotAnErrorAndCallsNothing) {
+  // Nothing to move: the run returns before the pinned check, with no CUDA call.
+  Pipeline<float> pipeline;
+  bool stage_called = false;
+  const auto report =
+      pipeline.run({}, {}, [&](auto, auto, stream_view, std::size_t) { stage_called = true; });
+  EXPECT_FALSE(stage_called);
+  EXPECT_EQ(report.chunks, 0U);
+  EXPECT_EQ(report.device_bytes, 0U);
+  EXPECT_FALSE(report.timeline.has_value());
+}
+
+// ---- make_plan: chunking decisions ----
+
+TEST(PipelinePlan, DefaultsAreFourStreamsAndOneSlotPerStream) {
+  const auto plan = make_plan(fake_run(1000, sizeof(float), 1000, sizeof(float)), {});
+  EXPECT_EQ(plan.streams, 4U);
+  EXPECT_EQ(plan.ring_depth, 4U);
+  EXPECT_EQ(plan.output_elements, 1000U);
+}
+
+TEST(PipelinePlan, AutomaticChunkClampsToOneMiBForSmallInputs) {
+  // 1/64 of 4000 bytes is far below 1 MiB: the chunk is 1 MiB, larger than the data.
+  const auto plan = make_plan(fake_run(1000, sizeof(float), 1000, sizeof(float)), {});
+  EXPECT_EQ(plan.chunk_input_elements, MiB / sizeof(float));
+  EXPECT_EQ(plan.chunks, 1U);
+}
+
+TEST(PipelinePlan, AutomaticChunkIsOneSixtyFourthInTheMiddle) {
+  const std::size_t elements = 128 * MiB / sizeof(float);
+  const auto plan = make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), {});
+  EXPECT_EQ(plan.chunk_input_elements * sizeof(float), 2 * MiB);
+  EXPECT_EQ(plan.chunks, 64U);
+}
+
+TEST(PipelinePlan, AutomaticChunkClampsToSixteenMiBForLargeInputs) {
+  const std::size_t elements = 4096 * MiB / sizeof(double);
+  const auto plan = make_plan(fake_run(elements, sizeof(double), elements, sizeof(double)), {});
+  EXPECT_EQ(plan.chunk_input_elements * sizeof(double), 16 * MiB);
+  EXPECT_EQ(plan.chunks, 256U);
+}
+
+TEST(PipelinePlan, ExplicitChunkWithARemainderRoundsTheChunkCountUp) {
+  pipeline_options options;
+  options.chunk_bytes = 1000 * sizeof(float);
+  const auto plan = make_plan(fake_run(1000003, sizeof(float), 1000003, sizeof(float)), options);
+  EXPECT_EQ(plan.chunk_input_elements, 1000U);
+  EXPECT_EQ(plan.chunk_output_elements, 1000U);
+  EXPECT_EQ(plan.chunks, 1001U);  // 1000 full chunks and one of 3 elements
+}
+
+TEST(PipelinePlan, ChunkCountIsTheCeilingForEverySize) {
+  pipeline_options options;
+  options.chunk_bytes = 7 * sizeof(std::uint8_t);
+  for (std::size_t n : {1U, 6U, 7U, 8U, 13U, 14U, 15U, 1000003U}) {
+    const auto plan = make_plan(fake_run(n, 1, n, 1), options);
+    EXPECT_EQ(plan.chunks, (n + 6) / 7) << n << " elements";
+  }
+}
+
+TEST(PipelinePlan, OneElementChunks) {
+  pipeline_options options;
+  options.chunk_bytes = sizeof(double);
+  const auto plan = make_plan(fake_run(13, sizeof(double), 13, sizeof(double)), options);
+  EXPECT_EQ(plan.chunk_input_elements, 1U);
+  EXPECT_EQ(plan.chunks, 13U);
+}
+
+TEST(PipelinePlan, ChunkLargerThanTheDataIsOneChunk) {
+  pipeline_options options;
+  options.chunk_bytes = 4096 * sizeof(float);
+  const auto plan = make_plan(fake_run(10, sizeof(float), 10, sizeof(float)), options);
+  EXPECT_EQ(plan.chunks, 1U);
+}
+
+TEST(PipelinePlan, RatioScalesTheOutputChunk) {
+  pipeline_options options;
+  options.ratio = output_ratio{1, 4};
+  options.chunk_bytes = 64 * sizeof(float);
+  const auto plan = make_plan(fake_run(1000, sizeof(float), 250, sizeof(float)), options);
+  EXPECT_EQ(plan.chunk_input_elements, 64U);
+  EXPECT_EQ(plan.chunk_output_elements, 16U);
+  EXPECT_EQ(plan.output_elements, 250U);
+  EXPECT_EQ(plan.chunks, 16U);  // 15 x 64 + 40
+}
+
+TEST(PipelinePlan, AutomaticChunkIsAMultipleOfTheRatio) {
+  pipeline_options options;
+  options.ratio = output_ratio{1, 3};
+  options.device_budget_bytes = 1000;  // forces an odd element count before rounding
+  const std::size_t n = 3000;
+  const auto plan = make_plan(fake_run(n, sizeof(float), n / 3, sizeof(float)), options);
+  EXPECT_EQ(plan.chunk_input_elements % 3, 0U);
+  EXPECT_GT(plan.chunk_input_elements, 0U);
+}
+
+TEST(PipelinePlan, BudgetShrinksTheAutomaticChunkSoTheRingFits) {
+  const std::size_t elements = 256 * MiB / sizeof(float);
+  pipeline_options options;
+  options.device_budget_bytes = 16 * MiB;
+  const auto plan = make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), options);
+  // 4 slots of (chunk in + chunk out) within 16 MiB: 2 MiB chunks instead of 4 MiB.
+  EXPECT_EQ(plan.chunk_input_elements * sizeof(float), 2 * MiB);
+  EXPECT_EQ(plan.chunks, 128U);
+}
+
+TEST(PipelinePlan, RingFitsTheBudgetAcrossBudgetsRatiosAndTypes) {
+  struct shape {
+    std::size_t in_bytes;
+    std::size_t out_bytes;
+    output_ratio ratio;
+    unsigned streams;
+    unsigned depth;
+  };
+  const shape shapes[] = {{4, 4, {1, 1}, 4, 4}, {1, 8, {1, 1}, 3, 7}, {8, 1, {1, 1}, 1, 1},
+                          {4, 4, {1, 4}, 2, 5}, {4, 8, {3, 1}, 8, 8}, {24, 24, {1, 1}, 5, 9},
+                          {2, 4, {2, 6}, 4, 6}};
+  const std::size_t budgets[] = {1000, 4096, 65537, 1 * MiB, 3 * MiB + 7, 64 * MiB, 1000 * MiB};
+  for (const shape& s : shapes) {
+    const std::size_t n = 12 * 1000003;  // divisible by every ratio input count above
+    const std::size_t out_n = n * s.ratio.out / s.ratio.in;
+    for (const std::size_t budget : budgets) {
+      pipeline_options options;
+      options.ratio = s.ratio;
+      options.streams = s.streams;
+      options.ring_depth = s.depth;
+      options.device_budget_bytes = budget;
+      const auto plan = make_plan(fake_run(n, s.in_bytes, out_n, s.out_bytes), options);
+      const std::size_t ring = plan.ring_depth * (plan.chunk_input_elements * s.in_bytes +
+                                                  plan.chunk_output_elements * s.out_bytes);
+      EXPECT_LE(ring, budget) << "budget " << budget << ", in " << s.in_bytes << " B, depth " << s.depth;
+      EXPECT_LE(plan.chunk_input_elements * s.in_bytes, 16 * MiB);
+      EXPECT_EQ(plan.chunk_input_elements % s.ratio.in, 0U);
+      EXPECT_EQ(plan.chunks, (n + plan.chunk_input_elements - 1) / plan.chunk_input_elements);
+    }
+  }
+}
+
+TEST(PipelinePlan, LargeBudgetLeavesTheAutomaticChunkAlone) {
+  const std::size_t elements = 128 * MiB / sizeof(float);
+  pipeline_options options;
+  options.device_budget_bytes = 1024 * MiB;
+  const auto plan = make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), options);
+  EXPECT_EQ(plan.chunk_input_elements * sizeof(float), 2 * MiB);
+}
+
+TEST(PipelinePlan, ExplicitChunkWithinTheBudgetIsKept) {
+  pipeline_options options;
+  options.chunk_bytes = 1 * MiB;
+  options.streams = 2U;
+  options.device_budget_bytes = 4 * MiB;  // exactly 2 x (1 MiB + 1 MiB)
+  const auto plan = make_plan(fake_run(1 << 20, sizeof(float), 1 << 20, sizeof(float)), options);
+  EXPECT_EQ(plan.chunk_input_elements * sizeof(float), 1 * MiB);
+  EXPECT_EQ(plan.chunks, 4U);
+}
+
+TEST(PipelinePlan, EmptyInputPlansNoChunks) {
+  const auto plan = make_plan(erased_run{nullptr, 0, sizeof(float), nullptr, 0, sizeof(float)}, {});
+  EXPECT_EQ(plan.chunks, 0U);
+}
+
+TEST(PipelinePlan, RejectionsNameTheArgument) {
+  pipeline_options options;
+  options.streams = 0U;
+  expect_names(invalid_input_message([&] { (void)make_plan(fake_run(8, 4, 8, 4), options); }), "streams");
+  expect_names(invalid_input_message([&] { (void)make_plan(fake_run(8, 4, 7, 4), {}); }), "output");
+  expect_names(invalid_input_message([&] {
+                 (void)make_plan(erased_run{nullptr, 8, 4, fake_run(1, 1, 1, 1).output, 8, 4}, {});
+               }),
+               "input");
+}
+
+// cuda_error formats the call and what it served without touching a device.
+TEST(CudaError, CarriesTheStatusTheCallAndTheContext) {
+  try {
+    overlap::cuda::check(cudaErrorInvalidValue, "cudaMemcpyAsync", "H2D of chunk 3 on stream 2");
+    FAIL() << "check did not throw";
+  } catch (const overlap::cuda_error& e) {
+    EXPECT_EQ(e.status(), cudaErrorInvalidValue);
+    EXPECT_EQ(e.call(), "cudaMemcpyAsync");
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cudaMemcpyAsync"), std::string::npos) << what;
+    EXPECT_NE(what.find("cudaErrorInvalidValue"), std::string::npos) << what;
+    EXPECT_NE(what.find("chunk 3"), std::string::npos) << what;
+  }
+  EXPECT_NO_THROW(overlap::cuda::check(cudaSuccess, "cudaStreamSynchronize"));
+}
+
+}  // namespace
+
+namespace {
+
+// The Program a Pipeline issues is race-free by construction; the checker
+// agrees over the ring shapes the Pipeline uses (slots handed between streams).
+TEST(PipelineProgramCheck, ThePipelinesProgramsAreRaceFree) {
+  for (unsigned streams = 1; streams <= 5; ++streams) {
+    for (unsigned extra = 0; extra <= 3; ++extra) {
+      overlap::PipelineShape shape;
+      shape.chunks = 13;
+      shape.streams = streams;
+      shape.ring_depth = streams + extra;
+      shape.kind = overlap::stream_kind::non_blocking;
+      shape.h2d_bytes = 1000;
+      shape.h2d_chunk_bytes = 80;
+      shape.d2h_bytes = 500;
+      shape.d2h_chunk_bytes = 40;
+      shape.kernel_time = 0.0;
+      EXPECT_NO_THROW(overlap::check::require_race_free(overlap::make_pipeline_program(shape)))
+          << streams << " streams, ring " << streams + extra;
+    }
+  }
+}
+
+}  // namespace

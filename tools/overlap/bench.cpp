@@ -1,0 +1,463 @@
+// `overlap bench`: the two workloads of HARDWARE.md on the GPU, in every
+// variant (the seeds' one-stream and two-stream code, cuda::Pipeline with
+// defaults and over a chunk x stream sweep) against the floors measured in
+// the same run, every output checked. Measuring is bench/workloads' job;
+// this file chooses the configuration, judges and prints.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "overlap/core/error.hpp"
+#include "subcommand.hpp"
+
+#if OVERLAP_HAS_CUDA
+#include <nlohmann/json.hpp>
+
+#include "overlap/cuda/error.hpp"
+#include "overlap/io/exporters.hpp"
+#include "workloads/driver.hpp"
+#endif
+
+namespace overlap::cli {
+
+namespace {
+
+constexpr const char* footer = R"(Workloads (HARDWARE.md):
+  transfer-bound  256 MiB of random floats in, y = 2x + 1, 256 MiB out
+  compute-bound   4 Mi floats, v = sinf(v) * cosf(v) + v 100 times; the inputs
+                  are random in the seed's range [0, 4Mi), where sinf takes
+                  its slow argument reduction (small inputs run 9x faster)
+Variants: sequential (one stream: H2D, kernel, D2H of the whole buffer);
+hand-written 2 streams (the seeds' code: two halves, each H2D/kernel/D2H on
+its own stream); Pipeline with default options; Pipeline over chunk sizes
+(transfer: 256 KiB..16 MiB, compute: 256 KiB..4 MiB) x streams {2, 3, 4, 8}.
+Floors, measured in the same run: H2D alone, D2H alone, both directions at
+once, the kernel alone. Ratios are to the transfer-bound both-directions
+floor and to the compute-bound kernel-alone floor.
+
+Each row: 2 warm-up runs, then --reps timed runs (median, min..max), each
+timed with CUDA events from before the host issues to after it has seen the
+run complete. Host memory is pinned. The output is filled with NaN (by the
+device) before every run and every element is checked on the host after it:
+exactly for y = 2x + 1, within 1e-4 relative + 1e-5 for sin/cos.
+
+Examples:
+  overlap bench                         the full run (about a minute on an H100)
+  overlap bench --quick                 64 MiB / 1 Mi floats, 5 reps, a small sweep
+  overlap bench --json -o bench.json --timeline best.json
+                                        machine-readable results, and the best
+                                        transfer-bound Pipeline run as a Chrome
+                                        trace (open in ui.perfetto.dev)
+
+The acceptance verdicts are reported as PASS/FAIL lines and do not change the
+exit code. Exit codes: 0 ok, 1 wrong output (the first bad index is named) or
+a CUDA error, 2 bad input, no CUDA device, or built without CUDA.)";
+
+struct BenchOptions {
+  bool quick = false;
+  unsigned reps = 15;
+  bool json = false;
+  std::string output;
+  std::string timeline;
+};
+
+#if OVERLAP_HAS_CUDA
+
+// Fail before a minute of measuring, not after, when a file cannot be written.
+void require_directory_of(const std::string& path, const char* flag) {
+  if (path.empty() || path == "-") return;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty() && !std::filesystem::is_directory(parent)) {
+    throw invalid_input(fmt::format("{}: directory '{}' does not exist", flag, parent.string()));
+  }
+}
+
+using bench::variant_kind;
+using bench::variant_result;
+using bench::workload_kind;
+using bench::workload_result;
+using json = nlohmann::ordered_json;
+
+constexpr std::size_t KiB = 1024;
+constexpr std::size_t MiB = 1024 * KiB;
+
+bench::bench_config make_config(const BenchOptions& o, bool reps_given) {
+  bench::bench_config config;
+  config.warmup = 2;
+  config.reps = reps_given ? o.reps : (o.quick ? 5U : 15U);
+  bench::workload_config transfer;
+  transfer.kind = workload_kind::transfer_bound;
+  bench::workload_config compute;
+  compute.kind = workload_kind::compute_bound;
+  if (o.quick) {
+    transfer.elements = 64 * MiB / sizeof(float);
+    transfer.chunk_bytes = {1 * MiB, 4 * MiB};
+    transfer.stream_counts = {2, 4};
+    compute.elements = 1024 * 1024;
+    compute.chunk_bytes = {256 * KiB, 1 * MiB};
+    compute.stream_counts = {2, 4};
+  } else {
+    transfer.elements = 256 * MiB / sizeof(float);
+    transfer.chunk_bytes = {256 * KiB, 1 * MiB, 2 * MiB, 4 * MiB, 8 * MiB, 16 * MiB};
+    transfer.stream_counts = {2, 3, 4, 8};
+    compute.elements = 4 * 1024 * 1024;
+    compute.chunk_bytes = {256 * KiB, 512 * KiB, 1 * MiB, 2 * MiB, 4 * MiB};
+    compute.stream_counts = {2, 3, 4, 8};
+  }
+  config.workloads = {transfer, compute};
+  return config;
+}
+
+// --- judging -----------------------------------------------------------------
+
+/// The floor a workload's variants are compared with.
+const variant_result& floor_of(const workload_result& w) {
+  return w.floor(w.kind == workload_kind::transfer_bound ? variant_kind::floor_both_directions
+                                                         : variant_kind::floor_kernel);
+}
+
+const char* floor_words(const workload_result& w) {
+  return w.kind == workload_kind::transfer_bound ? "the both-directions floor" : "the kernel-alone floor";
+}
+
+const char* kernel_words(const workload_result& w) {
+  return w.kind == workload_kind::transfer_bound ? "y = 2x + 1" : "v = sinf(v) * cosf(v) + v, x100";
+}
+
+double ratio(double a, double b) {
+  return b > 0.0 ? a / b : 0.0;
+}
+
+const variant_result& sequential_of(const workload_result& w) {
+  const variant_result* v = w.find(variant_kind::sequential);
+  if (v == nullptr) throw error("bench: no sequential variant was measured");
+  return *v;
+}
+
+const variant_result& required(const workload_result& w, variant_kind kind) {
+  const variant_result* v = w.find(kind);
+  if (v == nullptr) throw error(fmt::format("bench: no {} variant was measured", bench::to_string(kind)));
+  return *v;
+}
+
+const variant_result& best_of(const workload_result& w) {
+  return w.variants.at(w.best_pipeline);
+}
+
+double host_cost_per_chunk_us(const variant_result& v) {
+  return v.host_issue_per_chunk_us ? v.host_issue_per_chunk_us->median : 0.0;
+}
+
+struct Verdict {
+  std::string name;  ///< stable key for JSON
+  std::string text;  ///< what is claimed
+  double value = 0.0;
+  double limit = 0.0;
+  std::string unit;  ///< "x" or "us"
+  bool pass = false;
+};
+
+std::vector<Verdict> judge(const bench::bench_result& r) {
+  std::vector<Verdict> verdicts;
+  const auto add = [&verdicts](std::string name, std::string text, double value, double limit,
+                               std::string unit, bool pass) {
+    verdicts.push_back({std::move(name), std::move(text), value, limit, std::move(unit), pass});
+  };
+  for (const workload_result& w : r.workloads) {
+    const std::string wname(bench::to_string(w.kind));
+    const std::string key = w.kind == workload_kind::transfer_bound ? "transfer" : "compute";
+    const variant_result& best = best_of(w);
+    const double to_floor = ratio(best.device_ms.median, floor_of(w).device_ms.median);
+    if (w.kind == workload_kind::transfer_bound) {
+      add(key + "_best_vs_floor", fmt::format("{} best Pipeline within 1.05x of {}", wname, floor_words(w)),
+          to_floor, 1.05, "x", to_floor <= 1.05);
+      const double to_sequential = ratio(best.device_ms.median, sequential_of(w).device_ms.median);
+      add(key + "_best_vs_sequential", fmt::format("{} best Pipeline at most 0.60x of sequential", wname),
+          to_sequential, 0.60, "x", to_sequential <= 0.60);
+    } else {
+      add(key + "_best_vs_floor", fmt::format("{} best Pipeline within 1.02x of {}", wname, floor_words(w)),
+          to_floor, 1.02, "x", to_floor <= 1.02);
+    }
+  }
+  for (const workload_result& w : r.workloads) {
+    const std::string key = w.kind == workload_kind::transfer_bound ? "transfer" : "compute";
+    const double d = ratio(required(w, variant_kind::pipeline_default).device_ms.median,
+                           required(w, variant_kind::two_stream).device_ms.median);
+    add(key + "_default_vs_two_stream",
+        fmt::format("{} default Pipeline <= hand-written 2 streams", bench::to_string(w.kind)), d, 1.0, "x",
+        d <= 1.0);
+  }
+  for (const workload_result& w : r.workloads) {
+    const std::string key = w.kind == workload_kind::transfer_bound ? "transfer" : "compute";
+    const double us = host_cost_per_chunk_us(best_of(w));
+    add(key + "_host_cost_per_chunk",
+        fmt::format("{} host cost per chunk < 10 us (best configuration)", bench::to_string(w.kind)), us,
+        10.0, "us", us < 10.0);
+  }
+  return verdicts;
+}
+
+// --- text ----------------------------------------------------------------------
+
+std::string version_text(int version) {
+  return fmt::format("{}.{}", version / 1000, version % 1000 / 10);
+}
+
+std::string device_line(const bench::device_info& d) {
+  return fmt::format(
+      "device {}: {}, compute {}.{}, {} SMs, asyncEngineCount {}, {:.1f} GiB; driver {} (CUDA {}), "
+      "runtime {}\n",
+      d.ordinal, d.name, d.compute_major, d.compute_minor, d.sm_count, d.async_engine_count,
+      static_cast<double>(d.global_memory_bytes) / static_cast<double>(1024 * MiB), d.driver_version,
+      version_text(d.driver_version), version_text(d.runtime_version));
+}
+
+std::string row_text(const variant_result& v, double floor_ms, double sequential_ms) {
+  return fmt::format("  {:<36} {:>8} {:>7} {:>7} {:>10.3f}  {:>7.3f}..{:<8.3f} {:>7.3f} {:>8.3f}\n", v.name,
+                     bench::format_bytes(v.chunk_bytes), v.streams, v.chunks, v.device_ms.median,
+                     v.device_ms.min, v.device_ms.max, ratio(v.device_ms.median, floor_ms),
+                     ratio(v.device_ms.median, sequential_ms));
+}
+
+std::string workload_text(const workload_result& w) {
+  const double floor_ms = floor_of(w).device_ms.median;
+  const double sequential_ms = sequential_of(w).device_ms.median;
+  std::string text =
+      fmt::format("\n{}: {} in ({} floats), {}, {} out\n", bench::to_string(w.kind),
+                  bench::format_bytes(w.bytes), w.elements, kernel_words(w), bench::format_bytes(w.bytes));
+  text += fmt::format("  {:<36} {:>8} {:>7} {:>7} {:>10}  {:^17} {:>7} {:>8}\n", "variant", "chunk",
+                      "streams", "chunks", "median ms", "min..max ms", "x floor", "x seq");
+  for (const variant_result& v : w.floors) text += row_text(v, floor_ms, sequential_ms);
+  for (const variant_result& v : w.variants) text += row_text(v, floor_ms, sequential_ms);
+
+  const variant_result& best = best_of(w);
+  text +=
+      fmt::format("  best Pipeline: {} ({} chunks), {:.3f} ms = {:.3f}x {} ({:.3f} ms), {:.3f}x sequential\n",
+                  best.name, best.chunks, best.device_ms.median, ratio(best.device_ms.median, floor_ms),
+                  floor_words(w), floor_ms, ratio(best.device_ms.median, sequential_ms));
+  const variant_result& default_pipeline = required(w, variant_kind::pipeline_default);
+  const variant_result& two = required(w, variant_kind::two_stream);
+  text += fmt::format(
+      "  default Pipeline (chunk {} x {} streams) vs hand-written 2 streams: {:.3f} ms vs {:.3f} ms = "
+      "{:.3f}x\n",
+      bench::format_bytes(default_pipeline.chunk_bytes), default_pipeline.streams,
+      default_pipeline.device_ms.median, two.device_ms.median,
+      ratio(default_pipeline.device_ms.median, two.device_ms.median));
+  if (best.host_issue_per_chunk_us && best.host_issue_ms) {
+    text += fmt::format(
+        "  host cost per chunk (best): {:.2f} us median ({:.2f}..{:.2f}) = run_report.host_issue_ms {:.3f} "
+        "ms "
+        "/ {} chunks, over {} runs\n",
+        best.host_issue_per_chunk_us->median, best.host_issue_per_chunk_us->min,
+        best.host_issue_per_chunk_us->max, best.host_issue_ms->median, best.chunks,
+        best.host_issue_per_chunk_us->samples.size());
+  }
+  if (w.best_again && w.best_recorded) {
+    text += fmt::format(
+        "  recording overhead (best, alternating runs): on {:.3f} ms vs off {:.3f} ms = {:.3f}x\n",
+        w.best_recorded->device_ms.median, w.best_again->device_ms.median,
+        ratio(w.best_recorded->device_ms.median, w.best_again->device_ms.median));
+  }
+  return text;
+}
+
+std::string text_report(const bench::bench_result& r, const std::vector<Verdict>& verdicts, bool quick) {
+  std::string text = "overlap bench on " + device_line(r.device);
+  text += fmt::format(
+      "each row: {} warm-up runs, then the median and min..max of {} timed runs (CUDA events from before the "
+      "host issues to after it sees completion); every output element of every run verified\n",
+      r.warmup, r.reps);
+  for (const workload_result& w : r.workloads) text += workload_text(w);
+  text += quick ? "\nverdicts (set for the full sizes; --quick's smaller data only hints at them):\n"
+                : "\nverdicts (reported; they do not change the exit code):\n";
+  for (const Verdict& v : verdicts) {
+    text += fmt::format("  {}  {}: {:.3f}{}{}\n", v.pass ? "PASS" : "FAIL", v.text, v.value,
+                        v.unit == "x" ? "x" : " ", v.unit == "x" ? "" : v.unit);
+  }
+  return text;
+}
+
+// --- JSON ----------------------------------------------------------------------
+
+json stats_json(const bench::stats& s) {
+  return {{"median", s.median}, {"min", s.min}, {"max", s.max}, {"samples", s.samples}};
+}
+
+json row_json(const variant_result& v, double floor_ms, double sequential_ms) {
+  json row = {{"name", v.name},
+              {"kind", bench::to_string(v.kind)},
+              {"chunk_bytes", v.chunk_bytes},
+              {"streams", v.streams},
+              {"chunks", v.chunks},
+              {"median_ms", v.device_ms.median},
+              {"min_ms", v.device_ms.min},
+              {"max_ms", v.device_ms.max},
+              {"samples_ms", v.device_ms.samples},
+              {"host_wall_ms", stats_json(v.host_ms)},
+              {"ratio_to_floor", ratio(v.device_ms.median, floor_ms)},
+              {"ratio_to_sequential", ratio(v.device_ms.median, sequential_ms)},
+              {"verified", v.verified}};
+  if (v.host_issue_ms) row["host_issue_ms"] = stats_json(*v.host_issue_ms);
+  if (v.host_issue_per_chunk_us) row["host_issue_per_chunk_us"] = stats_json(*v.host_issue_per_chunk_us);
+  if (v.device_bytes > 0) row["device_bytes"] = v.device_bytes;
+  return row;
+}
+
+json workload_json(const workload_result& w) {
+  const double floor_ms = floor_of(w).device_ms.median;
+  const double sequential_ms = sequential_of(w).device_ms.median;
+  json floors = json::array();
+  for (const variant_result& v : w.floors) floors.push_back(row_json(v, floor_ms, sequential_ms));
+  json variants = json::array();
+  for (const variant_result& v : w.variants) variants.push_back(row_json(v, floor_ms, sequential_ms));
+  const variant_result& best = best_of(w);
+  json out = {{"name", bench::to_string(w.kind)},
+              {"kernel", kernel_words(w)},
+              {"elements", w.elements},
+              {"bytes_in", w.bytes},
+              {"bytes_out", w.bytes},
+              {"floor", bench::to_string(floor_of(w).kind)},
+              {"floor_ms", floor_ms},
+              {"sequential_ms", sequential_ms},
+              {"floors", std::move(floors)},
+              {"variants", std::move(variants)}};
+  out["best"] = {{"name", best.name},
+                 {"index", w.best_pipeline},
+                 {"chunk_bytes", best.chunk_bytes},
+                 {"streams", best.streams},
+                 {"chunks", best.chunks},
+                 {"median_ms", best.device_ms.median},
+                 {"ratio_to_floor", ratio(best.device_ms.median, floor_ms)},
+                 {"ratio_to_sequential", ratio(best.device_ms.median, sequential_ms)},
+                 {"host_issue_per_chunk_us_median", host_cost_per_chunk_us(best)}};
+  out["default_vs_two_stream"] = ratio(required(w, variant_kind::pipeline_default).device_ms.median,
+                                       required(w, variant_kind::two_stream).device_ms.median);
+  if (w.best_again && w.best_recorded) {
+    out["recording"] = {{"off", row_json(*w.best_again, floor_ms, sequential_ms)},
+                        {"on", row_json(*w.best_recorded, floor_ms, sequential_ms)},
+                        {"ratio", ratio(w.best_recorded->device_ms.median, w.best_again->device_ms.median)}};
+  }
+  return out;
+}
+
+std::string json_report(const bench::bench_result& r, const std::vector<Verdict>& verdicts, bool quick) {
+  const bench::device_info& d = r.device;
+  json out;
+  out["tool"] = "overlap bench";
+  out["version"] = OVERLAP_VERSION;
+  out["device"] = {{"ordinal", d.ordinal},
+                   {"name", d.name},
+                   {"compute_capability", fmt::format("{}.{}", d.compute_major, d.compute_minor)},
+                   {"sm_count", d.sm_count},
+                   {"async_engine_count", d.async_engine_count},
+                   {"global_memory_bytes", d.global_memory_bytes},
+                   {"driver_version", d.driver_version},
+                   {"runtime_version", d.runtime_version}};
+  out["settings"] = {
+      {"quick", quick},
+      {"warmup", r.warmup},
+      {"reps", r.reps},
+      {"timing",
+       "CUDA events on a clock stream, from before the host issues a run to after the "
+       "host has seen it complete"},
+      {"verification",
+       "output NaN-filled from the device before every run; every element checked on the host after "
+       "it (y = 2x + 1 exactly, sin/cos within 1e-4 relative + 1e-5)"}};
+  json workloads = json::array();
+  for (const workload_result& w : r.workloads) workloads.push_back(workload_json(w));
+  out["workloads"] = std::move(workloads);
+  json judged = json::array();
+  bool all_pass = true;
+  for (const Verdict& v : verdicts) {
+    judged.push_back({{"name", v.name},
+                      {"text", v.text},
+                      {"value", v.value},
+                      {"limit", v.limit},
+                      {"unit", v.unit},
+                      {"pass", v.pass}});
+    all_pass = all_pass && v.pass;
+  }
+  out["verdicts"] = std::move(judged);
+  out["all_pass"] = all_pass;
+  out["verified"] = true;  // a wrong element ends the bench with exit 1 and no report
+  return out.dump(2) + "\n";
+}
+
+const workload_result* timeline_workload(const bench::bench_result& r) {
+  for (const workload_result& w : r.workloads) {
+    if (w.kind == workload_kind::transfer_bound && w.best_timeline) return &w;
+  }
+  for (const workload_result& w : r.workloads) {
+    if (w.best_timeline) return &w;
+  }
+  return nullptr;
+}
+
+int run_bench(const BenchOptions& o, bool reps_given, Streams io) {
+  require_directory_of(o.output, "--output");
+  require_directory_of(o.timeline, "--timeline");
+  if (cuda::device_count() == 0) {
+    io.err << "overlap bench: no CUDA device\n";
+    return exit_bad_input;
+  }
+  const bench::bench_config config = make_config(o, reps_given);
+  bench::bench_result result;
+  try {
+    result =
+        bench::run_benchmark(config, [&io](std::size_t step, std::size_t steps, const std::string& what) {
+          io.err << fmt::format("[{}/{}] {}\n", step, steps, what) << std::flush;
+        });
+  } catch (const bench::wrong_output& e) {
+    io.err << "overlap bench: wrong output at index " << e.index() << ": " << e.what() << '\n';
+    return exit_findings;
+  } catch (const invalid_input&) {
+    throw;
+  } catch (const std::exception& e) {
+    io.err << "overlap bench: error: " << e.what() << '\n';
+    return exit_findings;
+  }
+  const std::vector<Verdict> verdicts = judge(result);
+  write_output(o.output,
+               o.json ? json_report(result, verdicts, o.quick) : text_report(result, verdicts, o.quick), io);
+  if (!o.timeline.empty()) {
+    const workload_result* w = timeline_workload(result);
+    if (w == nullptr) throw error("bench: no recorded Pipeline run to write as a timeline");
+    write_output(o.timeline, io::to_chrome_trace(*w->best_timeline), io);
+  }
+  return exit_ok;
+}
+
+#endif  // OVERLAP_HAS_CUDA
+
+}  // namespace
+
+Subcommand add_bench(CLI::App& parent, Streams io) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* app = parent.add_subcommand("bench", "Run the transfer- and compute-bound workloads on the GPU");
+  app->footer(footer);
+  app->add_flag("--quick", o->quick, "Smaller data (64 MiB, 1 Mi floats), 5 reps, a small sweep");
+  app->add_option("--reps", o->reps, "Timed runs per variant (default 15, 5 with --quick)")
+      ->check(CLI::Range(1U, 100'000U));
+  app->add_flag("--json", o->json, "Write the results as JSON (variants, floors, ratios, verdicts)");
+  app->add_option("-o,--output", o->output, "Write the results to FILE instead of standard output");
+  app->add_option("--timeline", o->timeline,
+                  "Write the best transfer-bound Pipeline run, recorded, as Chrome trace JSON to FILE");
+  return {app, [o, app, io] {
+#if OVERLAP_HAS_CUDA
+            return run_bench(*o, app->count("--reps") > 0, io);
+#else
+            (void)o;
+            (void)app;
+            io.err << "overlap bench: built without CUDA\n";
+            return static_cast<int>(exit_bad_input);
+#endif
+          }};
+}
+
+}  // namespace overlap::cli
