@@ -230,3 +230,25 @@ TEST(PipelineRing, RejectsARingShallowerThanTheStreamsAndAMismatchedChunkSize) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(PipelineAccesses, WithoutBytesEachChunkOwnsADistinctHostByte) {
+  overlap::PipelineShape shape;
+  shape.chunks = 3;
+  shape.streams = 3;
+  shape.h2d_time = 3.0;
+  shape.d2h_time = 3.0;
+  shape.synchronize_at_end = false;
+  const overlap::Program p = overlap::make_pipeline_program(shape);
+  ASSERT_EQ(p.ops().size(), 6u);
+  for (std::uint32_t chunk = 0; chunk < 3; ++chunk) {
+    const overlap::Op& download = p.ops()[2 * chunk + 1];
+    ASSERT_EQ(download.accesses.size(), 2u);
+    EXPECT_EQ(download.accesses[1].buffer, "host_out");
+    EXPECT_EQ(download.accesses[1].offset, chunk);
+    EXPECT_EQ(download.accesses[1].size, std::optional<std::uint64_t>(1));
+  }
+}
+
+}  // namespace

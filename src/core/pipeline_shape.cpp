@@ -121,15 +121,23 @@ Access access(std::string buffer, std::uint64_t offset, std::uint64_t bytes, acc
   return a;
 }
 
+// Without bytes the host extents are unknown, but chunks still cover
+// disjoint parts of the host buffers: stand in one byte per chunk.
+ChunkExtent host_extent(ChunkExtent extent, std::uint32_t chunk) {
+  return extent.bytes > 0 ? extent : ChunkExtent{chunk, 1};
+}
+
 void declare_accesses(Op& op, const Layout& layout, stage which, std::uint32_t chunk) {
   const std::uint32_t slot = layout.slot(chunk);
   const ChunkExtent in = layout.in(chunk);
   const ChunkExtent out = layout.out(chunk);
+  const ChunkExtent host_in = host_extent(in, chunk);
+  const ChunkExtent host_out = host_extent(out, chunk);
   const std::string d_in = fmt::format("d_in_{}", slot);
   const std::string d_out = fmt::format("d_out_{}", slot);
   switch (which) {
     case stage::h2d:
-      op.accesses = {access("host_in", in.offset, in.bytes, access_mode::read),
+      op.accesses = {access("host_in", host_in.offset, host_in.bytes, access_mode::read),
                      access(d_in, 0, in.bytes, access_mode::write)};
       break;
     case stage::kernel:
@@ -138,7 +146,7 @@ void declare_accesses(Op& op, const Layout& layout, stage which, std::uint32_t c
       break;
     case stage::d2h:
       op.accesses = {access(d_out, 0, out.bytes, access_mode::read),
-                     access("host_out", out.offset, out.bytes, access_mode::write)};
+                     access("host_out", host_out.offset, host_out.bytes, access_mode::write)};
       break;
   }
 }
