@@ -221,6 +221,7 @@ void find_pageable_async_copies(TrapContext& context, std::vector<Finding>& find
       restored_sentence(cost.restored));
   f.ops = listed_refs(p, instances);
   std::vector<stream_id> streams;
+  streams.reserve(instances.size());
   for (const op_id i : instances) streams.push_back(*p.ops()[i].stream);
   std::sort(streams.begin(), streams.end());
   streams.erase(std::unique(streams.begin(), streams.end()), streams.end());

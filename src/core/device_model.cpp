@@ -133,14 +133,14 @@ json curve_to_json(const BandwidthCurve& curve) {
 BandwidthCurve curve_from_json(const json& value, std::string_view field) {
   if (!value.is_array() || value.empty()) {
     throw invalid_input(
-        fmt::format("{}: expected a non-empty array of {{\"bytes\", \"gbps\"}} points", field));
+        fmt::format(R"({}: expected a non-empty array of {{"bytes", "gbps"}} points)", field));
   }
   BandwidthCurve curve;
   for (std::size_t i = 0; i < value.size(); ++i) {
     const json& p = value[i];
     const auto where = fmt::format("{}[{}]", field, i);
     if (!p.is_object() || !p.contains("bytes") || !p.contains("gbps") || p.size() != 2) {
-      throw invalid_input(fmt::format("{}: expected {{\"bytes\": N, \"gbps\": X}}", where));
+      throw invalid_input(fmt::format(R"({}: expected {{"bytes": N, "gbps": X}})", where));
     }
     if (!p["bytes"].is_number_unsigned() || !p["gbps"].is_number()) {
       throw invalid_input(fmt::format("{}: bytes must be an unsigned integer and gbps a number", where));

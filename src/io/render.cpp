@@ -30,6 +30,7 @@ std::optional<format> parse_format(std::string_view name) noexcept {
 
 std::vector<std::string> format_names() {
   std::vector<std::string> names;
+  names.reserve(std::size(format_table));
   for (const auto& entry : format_table) names.emplace_back(entry.first);
   return names;
 }

@@ -61,8 +61,8 @@ std::string describe(const YAML::Node& node) {
 /// their key, because an empty value's own mark points at the next token.
 class Field {
  public:
-  Field(const std::string& source, YAML::Node node, std::string path, int line)
-      : source_(&source), node_(std::move(node)), path_(std::move(path)), line_(line) {}
+  Field(const std::string& source, const YAML::Node& node, std::string path, int line)
+      : source_(&source), node_(node), path_(std::move(path)), line_(line) {}
 
   [[nodiscard]] const YAML::Node& node() const noexcept { return node_; }
   [[nodiscard]] const std::string& path() const noexcept { return path_; }

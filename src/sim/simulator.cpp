@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <queue>
+#include <utility>
 #include <vector>
 
 #include "op_cost.hpp"
@@ -100,8 +101,8 @@ constexpr std::size_t engine_count = static_cast<std::size_t>(engine::none) + 1;
 
 class Simulation {
  public:
-  Simulation(const Program& program, const DeviceModel& model)
-      : program_(program), model_(model), ops_(program.ops().size()) {
+  Simulation(const Program& program, DeviceModel model)
+      : program_(program), model_(std::move(model)), ops_(program.ops().size()) {
     model_.validate();
     last_on_stream_.assign(program.streams().size(), no_index);
     last_record_.assign(program.events().size(), no_index);

@@ -99,14 +99,14 @@ bench::bench_config make_config(const BenchOptions& o, bool reps_given) {
     transfer.elements = 64 * MiB / sizeof(float);
     transfer.chunk_bytes = {1 * MiB, 4 * MiB};
     transfer.stream_counts = {2, 4};
-    compute.elements = 1024 * 1024;
+    compute.elements = std::size_t{1024} * 1024;
     compute.chunk_bytes = {256 * KiB, 1 * MiB};
     compute.stream_counts = {2, 4};
   } else {
     transfer.elements = 256 * MiB / sizeof(float);
     transfer.chunk_bytes = {256 * KiB, 1 * MiB, 2 * MiB, 4 * MiB, 8 * MiB, 16 * MiB};
     transfer.stream_counts = {2, 3, 4, 8};
-    compute.elements = 4 * 1024 * 1024;
+    compute.elements = std::size_t{4} * 1024 * 1024;
     compute.chunk_bytes = {256 * KiB, 512 * KiB, 1 * MiB, 2 * MiB, 4 * MiB};
     compute.stream_counts = {2, 3, 4, 8};
   }

@@ -54,6 +54,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   } catch (const CLI::ParseError& e) {
     if (!args.empty() && !args.front().starts_with('-') && app.get_subcommands().empty()) {
       std::vector<std::string> names;
+      names.reserve(commands.size());
       for (const Subcommand& command : commands) names.push_back(command.app->get_name());
       err << fmt::format("overlap: error: unknown command '{}' (expected one of: {})\n", args.front(),
                          fmt::join(names, ", "));
