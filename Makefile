@@ -28,6 +28,7 @@ deps:
 
 bench: build
 	build/$(PRESET)/bench/sim_throughput --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+	build/$(PRESET)/bench/check_throughput --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 
 clean:
 	rm -rf build
