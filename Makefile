@@ -29,6 +29,9 @@ deps:
 bench: build
 	build/$(PRESET)/bench/sim_throughput --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 	build/$(PRESET)/bench/check_throughput --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+	@if nvidia-smi -L >/dev/null 2>&1 && [ -x build/$(PRESET)/bench/graph_launch_cost ]; then \
+	  build/$(PRESET)/bench/graph_launch_cost --benchmark_repetitions=5 --benchmark_report_aggregates_only=true; \
+	else echo "graph_launch_cost skipped: no CUDA device"; fi
 
 clean:
 	rm -rf build

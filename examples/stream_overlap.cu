@@ -19,6 +19,8 @@
 #include <exception>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "overlap/core/error.hpp"
 #include "overlap/core/metrics.hpp"
@@ -38,7 +40,7 @@ using overlap::cuda::pipeline_options;
 using overlap::cuda::stream_view;
 
 constexpr std::size_t elements = std::size_t{1} << 22;  // ~4M, as in the seed
-constexpr int repetitions = 5;                          // report the best, as timings vary run to run
+constexpr int repetitions = 9;  // report the median and the spread: timings vary run to run
 
 // The seed's work per element: enough arithmetic that compute and copies are comparable.
 __host__ __device__ float process(float value) {
@@ -49,6 +51,18 @@ __host__ __device__ float process(float value) {
 __global__ void process_kernel(const float* input, float* output, std::size_t n) {
   const std::size_t index = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
   if (index < n) output[index] = process(input[index]);
+}
+
+/// The median and range of a set of timings.
+struct spread {
+  double median = 0.0;
+  double min = 0.0;
+  double max = 0.0;
+};
+
+spread spread_of(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return {samples[samples.size() / 2], samples.front(), samples.back()};
 }
 
 unsigned blocks_for(std::size_t n) {
@@ -160,17 +174,17 @@ int run_example() {
   // Sequential, timed with events (device time per stage) and the host clock.
   sequential_run sequential;
   (void)sequential.run(input, sequential_output);  // warm-up: module load, first-touch costs
-  sequential_run::stage_times stages;
-  double sequential_ms = 1e30;
+  std::vector<std::pair<double, sequential_run::stage_times>> sequential_runs;
   for (int r = 0; r < repetitions; ++r) {
     const auto started = std::chrono::steady_clock::now();
     const sequential_run::stage_times these = sequential.run(input, sequential_output);
-    const double ms = milliseconds_since(started);
-    if (ms < sequential_ms) {
-      sequential_ms = ms;
-      stages = these;
-    }
+    sequential_runs.emplace_back(milliseconds_since(started), these);
   }
+  std::sort(sequential_runs.begin(), sequential_runs.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  const spread sequential_ms{sequential_runs[repetitions / 2].first, sequential_runs.front().first,
+                             sequential_runs.back().first};
+  const sequential_run::stage_times stages = sequential_runs[repetitions / 2].second;  // of the median run
 
   // Overlapped, the seed's way: 2 chunks on 2 streams.
   pipeline_options seed_options;
@@ -179,14 +193,16 @@ int run_example() {
   Pipeline<float> seed_shape(seed_options);
   // Overlapped, overlap's way: automatic chunk size and 4 streams.
   Pipeline<float> automatic;
-  double seed_shape_ms = 1e30;
-  double automatic_ms = 1e30;
+  std::vector<double> seed_shape_runs;
+  std::vector<double> automatic_runs;
   (void)time_pipeline(seed_shape, input, seed_shape_output);  // warm-up: ring allocation
   (void)time_pipeline(automatic, input, automatic_output);
-  for (int r = 0; r < repetitions; ++r) {
-    seed_shape_ms = std::min(seed_shape_ms, time_pipeline(seed_shape, input, seed_shape_output));
-    automatic_ms = std::min(automatic_ms, time_pipeline(automatic, input, automatic_output));
+  for (int r = 0; r < repetitions; ++r) {  // alternating, so drift on a shared machine hits both alike
+    seed_shape_runs.push_back(time_pipeline(seed_shape, input, seed_shape_output));
+    automatic_runs.push_back(time_pipeline(automatic, input, automatic_output));
   }
+  const spread seed_shape_ms = spread_of(seed_shape_runs);
+  const spread automatic_ms = spread_of(automatic_runs);
 
   // One more recorded run of the automatic Pipeline, to show what overlapped.
   pipeline_options recorded_options;
@@ -203,12 +219,16 @@ int run_example() {
       "%.2fx\n\n",
       static_cast<double>(stages.h2d_ms), static_cast<double>(stages.kernel_ms),
       static_cast<double>(stages.d2h_ms), static_cast<double>(stages.total_ms() / longest));
-  std::printf("Sequential (1 stream):                          %8.3f ms\n", sequential_ms);
-  std::printf("Overlapped (seed: 2 chunks, 2 streams):         %8.3f ms  speedup %.2fx\n", seed_shape_ms,
-              sequential_ms / seed_shape_ms);
-  std::printf("Overlapped (automatic: %zu chunks, %u streams):  %8.3f ms  speedup %.2fx\n", report.chunks,
-              report.streams, automatic_ms, sequential_ms / automatic_ms);
-  std::printf("(best of %d runs each, host wall clock from issue to completion)\n\n", repetitions);
+  std::printf("Sequential (1 stream):                          %8.3f ms (%.3f..%.3f)\n", sequential_ms.median,
+              sequential_ms.min, sequential_ms.max);
+  std::printf("Overlapped (seed: 2 chunks, 2 streams):         %8.3f ms (%.3f..%.3f)  speedup %.2fx\n",
+              seed_shape_ms.median, seed_shape_ms.min, seed_shape_ms.max,
+              sequential_ms.median / seed_shape_ms.median);
+  std::printf("Overlapped (automatic: %zu chunks, %u streams):  %8.3f ms (%.3f..%.3f)  speedup %.2fx\n",
+              report.chunks, report.streams, automatic_ms.median, automatic_ms.min, automatic_ms.max,
+              sequential_ms.median / automatic_ms.median);
+  std::printf("(median (min..max) of %d runs each, host wall clock from issue to completion)\n\n",
+              repetitions);
 
   // What the recorded run's timeline says about where time went.
   if (report.timeline) {

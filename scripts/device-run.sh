@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the lent GPU machine (see bench/RESULTS.md): it has CUDA but none
 # of our Debian dependencies, so the `h100` preset is built on the dev machine
-# and carried over with the two shared libraries it needs (.devlibs/).
+# and carried over with the Debian shared libraries it needs (.devlibs/:
+# libfmt.so.9, libyaml-cpp.so.0.7, libbenchmark.so.1debian).
 #   here:   cmake --preset h100 && cmake --build --preset h100
 #   device: scripts/device-run.sh   (results under $OUT)
 set -uo pipefail
@@ -34,5 +35,8 @@ done
 if [ -x "$B/tools/overlap/overlap" ]; then
   step bench "$B/tools/overlap/overlap" bench --json --output "$OUT/bench.json" --timeline "$OUT/best-timeline.json"
   step bench-table "$B/tools/overlap/overlap" bench --reps 10
+fi
+if [ -x "$B/bench/graph_launch_cost" ]; then
+  step graph-launch-cost "$B/bench/graph_launch_cost" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 fi
 exit $status

@@ -211,7 +211,7 @@ class workload_bench {
     measure_floors(result);
     measure_baselines(result);
     measure_pipelines(result);
-    measure_best_recorded(result);
+    measure_best_again(result);
     return result;
   }
 
@@ -459,33 +459,87 @@ class workload_bench {
     }
   }
 
-  // The best configuration again, recording off and on alternately: the
-  // recording overhead, and a measured Timeline of the best run.
-  void measure_best_recorded(workload_result& result) {
+  // The best configuration's chunks issued by a bare loop on `streams`, each
+  // chunk in its own part of the whole-size device buffers: the runtime's
+  // own host cost for these calls, with no Pipeline around them.
+  run_info chunk_loop(std::vector<cuda::stream>& streams, std::size_t chunk_bytes) {
+    const std::size_t chunk = chunk_bytes / sizeof(float);
+    const std::size_t chunks = (elements_ + chunk - 1) / chunk;
+    const auto started = host_clock::now();
+    for (std::size_t c = 0; c < chunks; ++c) {
+      const std::size_t offset = c * chunk;
+      const std::size_t count = std::min(chunk, elements_ - offset);
+      const cuda::stream& s = streams[c % streams.size()];
+      copy(d_in_.data() + offset, in_.data() + offset, count * sizeof(float), cudaMemcpyHostToDevice, s,
+           "bare loop H2D");
+      launch(d_in_.data() + offset, d_out_.data() + offset, count, s.get());
+      copy(out_.data() + offset, d_out_.data() + offset, count * sizeof(float), cudaMemcpyDeviceToHost, s,
+           "bare loop D2H");
+    }
+    run_info info;
+    info.host_issue_ms = milliseconds_since(started);
+    for (cuda::stream& s : streams) s.synchronize();
+    info.chunks = chunks;
+    info.chunk_bytes = chunk_bytes;
+    info.streams = static_cast<unsigned>(streams.size());
+    return info;
+  }
+
+  // The best configuration again, four ways alternating run by run: issued
+  // directly, with recording on (its overhead, and a measured Timeline of the
+  // best run), captured once into a CUDA graph and replayed (the host cost of
+  // a run becomes one launch), and as a bare loop of the same runtime calls.
+  void measure_best_again(workload_result& result) {
     const variant_result& best = result.variants[result.best_pipeline];
     cuda::pipeline_options options;
     if (best.kind == variant_kind::pipeline) {
       options.chunk_bytes = best.chunk_bytes;
       options.streams = best.streams;
     }
-    announce_("best pipeline (" + best.name + "), recording off vs on");
+    announce_("best pipeline (" + best.name + "): direct, recorded, graph replay, bare loop");
     pipeline off(options);
-    options.record = cuda::recording::on;
-    pipeline on(options);
+    cuda::pipeline_options recording = options;
+    recording.record = cuda::recording::on;
+    pipeline on(recording);
     std::optional<Timeline> last;
     const runner recorded = [this, &on, &last](const cuda::event&) {
       cuda::run_report report = on.run(std::span<const float>(in_.data(), elements_), out_.span(), stage_);
       last = std::move(report.timeline);
       return info_of(report);
     };
-    std::vector<accumulator> rows(2);
+    const auto capture_started = host_clock::now();
+    cuda::pipeline_graph graph =
+        pipeline(options).capture(std::span<const float>(in_.data(), elements_), out_.span(), stage_);
+    result.graph_setup_ms = milliseconds_since(capture_started);
+    const runner replayed = [&graph](const cuda::event&) {
+      const cuda::replay_report replay = graph.replay();
+      run_info info = info_of(graph.captured());
+      info.host_issue_ms = replay.host_launch_ms;
+      return info;
+    };
+    std::vector<cuda::stream> loop_streams;
+    for (unsigned i = 0; i < best.streams; ++i) {
+      loop_streams.emplace_back(cuda::stream::options{cuda::stream_sync::non_blocking, 0});
+    }
+    const runner loop = [this, &loop_streams, &best](const cuda::event&) {
+      return chunk_loop(loop_streams, best.chunk_bytes);
+    };
+
+    std::vector<accumulator> rows(4);
     rows[0].result.kind = best.kind;
     rows[0].result.name = best.name + ", again";
     rows[1].result.kind = variant_kind::pipeline_recorded;
     rows[1].result.name = best.name + ", recording on";
-    std::vector<variant_result> measured = measure(std::move(rows), {pipeline_runner(off), recorded}, true);
+    rows[2].result.kind = variant_kind::pipeline_graph;
+    rows[2].result.name = best.name + ", graph replay";
+    rows[3].result.kind = variant_kind::chunk_loop;
+    rows[3].result.name = "bare loop, same chunks";
+    std::vector<variant_result> measured =
+        measure(std::move(rows), {pipeline_runner(off), recorded, replayed, loop}, true);
     result.best_again = std::move(measured[0]);
     result.best_recorded = std::move(measured[1]);
+    result.best_graph = std::move(measured[2]);
+    result.best_loop = std::move(measured[3]);
     if (last) {
       last->program_name = std::string(to_string(workload_.kind)) + ": " + best.name + " (recorded)";
       result.best_timeline = std::move(last);
@@ -547,6 +601,8 @@ std::string_view to_string(variant_kind kind) noexcept {
     case variant_kind::pipeline_default: return "pipeline_default";
     case variant_kind::pipeline: return "pipeline";
     case variant_kind::pipeline_recorded: return "pipeline_recorded";
+    case variant_kind::pipeline_graph: return "pipeline_graph";
+    case variant_kind::chunk_loop: return "chunk_loop";
   }
   return "unknown";
 }
@@ -600,7 +656,7 @@ device_info query_device() {
 std::size_t count_steps(const bench_config& config) noexcept {
   std::size_t steps = 0;
   for (const workload_config& w : config.workloads) {
-    // 4 floors, sequential, two-stream, default Pipeline, the sweep, the best recorded.
+    // 4 floors, sequential, two-stream, default Pipeline, the sweep, the best again.
     steps += 4 + 3 + w.chunk_bytes.size() * w.stream_counts.size() + 1;
   }
   return steps;

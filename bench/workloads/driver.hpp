@@ -74,6 +74,8 @@ enum class variant_kind {
   pipeline_default,       ///< cuda::Pipeline with default options
   pipeline,               ///< cuda::Pipeline with a chunk size and stream count from the sweep
   pipeline_recorded,      ///< the best Pipeline configuration with recording::on
+  pipeline_graph,         ///< the best configuration captured once into a CUDA graph, replayed
+  chunk_loop,             ///< the best configuration's chunks issued by a bare hand-written loop
 };
 [[nodiscard]] std::string_view to_string(variant_kind kind) noexcept;
 
@@ -96,7 +98,8 @@ struct variant_result {
   std::size_t chunks = 1;
   stats device_ms;  ///< CUDA events around each timed run
   stats host_ms;    ///< the same runs on the host's steady clock
-  /// Pipeline only: run_report.host_issue_ms, and that divided by the chunks (in us).
+  /// Host time spent issuing a run's ops (Pipeline: run_report.host_issue_ms;
+  /// a graph: its launch; the bare loop: the loop), and that divided by the chunks (in us).
   std::optional<stats> host_issue_ms;
   std::optional<stats> host_issue_per_chunk_us;
   std::size_t device_bytes = 0;  ///< Pipeline only: its ring's device memory
@@ -111,9 +114,14 @@ struct workload_result {
   std::vector<variant_result> floors;
   std::vector<variant_result> variants;  ///< sequential, two_stream, pipeline_default, the sweep
   std::size_t best_pipeline = 0;         ///< index in variants: the fastest Pipeline by median
-  /// The best configuration measured again, recording off then on, alternating run by run.
+  /// The best configuration measured again, alternating run by run: issued
+  /// directly, with recording on, replayed as a CUDA graph, and as a bare loop.
   std::optional<variant_result> best_again;
   std::optional<variant_result> best_recorded;
+  std::optional<variant_result> best_graph;
+  std::optional<variant_result> best_loop;
+  /// Host milliseconds Pipeline::capture took for the graph (capture, instantiate, upload), once.
+  double graph_setup_ms = 0.0;
   /// The measured Timeline of the last recorded run of the best configuration.
   std::optional<Timeline> best_timeline;
 

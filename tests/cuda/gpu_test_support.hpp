@@ -1,6 +1,6 @@
 // Shared helpers for the GPU tests: element types, fixed-seed random data
 // that is never zero, output poisoning, exact comparison, and device memory
-// readings. Host code only; each .cu file keeps its own kernels.
+// readings. Host code only; the shared y = 2x + 1 stage is in axpb.hpp.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -14,6 +14,7 @@
 #include <string>
 
 #include "overlap/cuda/error.hpp"
+#include "overlap/cuda/pipeline.hpp"
 
 namespace overlap_test {
 
@@ -110,5 +111,22 @@ inline unsigned blocks_for(std::size_t n) {
   const std::size_t blocks = (n + threads_per_block - 1) / threads_per_block;
   return static_cast<unsigned>(blocks < 65535 ? (blocks == 0 ? 1 : blocks) : 65535);
 }
+
+/// The shape the failure tests run: 16 chunks of 64 Ki floats over 4 streams
+/// and a ring of 6, so slots pass between streams with events, the hardest
+/// hand-over to leave consistent when a chunk fails.
+namespace ring_handover {
+constexpr std::size_t elements = std::size_t{1} << 20;
+constexpr std::size_t chunk_elements = std::size_t{1} << 16;
+constexpr std::size_t chunks = elements / chunk_elements;
+
+inline overlap::cuda::pipeline_options options() {
+  overlap::cuda::pipeline_options o;
+  o.chunk_bytes = chunk_elements * sizeof(float);
+  o.streams = 4U;
+  o.ring_depth = 6U;
+  return o;
+}
+}  // namespace ring_handover
 
 }  // namespace overlap_test

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "axpb.hpp"
 #include "gpu_test_support.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/memory.hpp"
@@ -24,33 +25,12 @@ using overlap::cuda::Pipeline;
 using overlap::cuda::pipeline_error;
 using overlap::cuda::pipeline_options;
 using overlap::cuda::stream_view;
+using overlap_test::launch_axpb;
 using overlap_test::MiB;
 
-__global__ void axpb_kernel(const float* in, float* out, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x)
-    out[i] = in[i] * 2.0F + 1.0F;
-}
-
-void launch_axpb(std::span<const float> in, std::span<float> out, stream_view s) {
-  axpb_kernel<<<overlap_test::blocks_for(in.size()), overlap_test::threads_per_block, 0, s.get()>>>(
-      in.data(), out.data(), in.size());
-  overlap::cuda::check(cudaGetLastError(), "axpb_kernel launch");
-}
-
-// 16 chunks of 64 Ki floats over 4 streams and a ring of 6, so slots pass
-// between streams with events: the hardest hand-over to leave consistent.
-constexpr std::size_t elements = std::size_t{1} << 20;
-constexpr std::size_t chunk_elements = std::size_t{1} << 16;
-constexpr std::size_t chunks = elements / chunk_elements;
-
-pipeline_options failure_options() {
-  pipeline_options options;
-  options.chunk_bytes = chunk_elements * sizeof(float);
-  options.streams = 4U;
-  options.ring_depth = 6U;
-  return options;
-}
+using overlap_test::ring_handover::chunk_elements;
+using overlap_test::ring_handover::chunks;
+using overlap_test::ring_handover::elements;
 
 struct test_data {
   pinned_buffer<float> input{elements};
@@ -110,7 +90,7 @@ TEST_P(StageThrows, PipelineErrorNamesTheChunkAndEarlierOutputsAreExact) {
   if (overlap::cuda::device_count() == 0) GTEST_SKIP() << "skipped: no CUDA device";
   const std::size_t k = GetParam();
   test_data data;
-  Pipeline<float, float> pipeline(failure_options());
+  Pipeline<float, float> pipeline(overlap_test::ring_handover::options());
   const failure e = run_failing(pipeline, data, k, [k](auto, auto, stream_view) {
     throw std::runtime_error("planted failure in chunk " + std::to_string(k));
   });
@@ -152,9 +132,9 @@ enum class bad_launch { zero_blocks, too_many_threads };
 
 void launch_badly(bad_launch how, std::span<const float> in, std::span<float> out, stream_view s) {
   if (how == bad_launch::zero_blocks) {
-    axpb_kernel<<<0, overlap_test::threads_per_block, 0, s.get()>>>(in.data(), out.data(), in.size());
+    overlap_test::launch_axpb_unchecked(in, out, s, 0, overlap_test::threads_per_block);
   } else {
-    axpb_kernel<<<1, 2048, 0, s.get()>>>(in.data(), out.data(), in.size());  // the limit is 1024
+    overlap_test::launch_axpb_unchecked(in, out, s, 1, 2048);  // the limit is 1024
   }
 }
 
@@ -181,7 +161,7 @@ TEST_P(InvalidLaunch, PipelineErrorNamesTheChunkAndCarriesTheCudaError) {
   if (overlap::cuda::device_count() == 0) GTEST_SKIP() << "skipped: no CUDA device";
   const launch_case c = GetParam();
   test_data data;
-  Pipeline<float, float> pipeline(failure_options());
+  Pipeline<float, float> pipeline(overlap_test::ring_handover::options());
   const failure e = run_failing(pipeline, data, c.chunk,
                                 [&c](std::span<const float> in, std::span<float> out, stream_view s) {
                                   launch_badly(c.how, in, out, s);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "axpb.hpp"
 #include "gpu_test_support.hpp"
 #include "overlap/core/error.hpp"
 #include "overlap/cuda/error.hpp"
@@ -25,19 +26,8 @@ using overlap::cuda::Pipeline;
 using overlap::cuda::pipeline_error;
 using overlap::cuda::pipeline_options;
 using overlap::cuda::stream_view;
+using overlap_test::launch_axpb;
 using overlap_test::MiB;
-
-__global__ void axpb_kernel(const float* in, float* out, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x)
-    out[i] = in[i] * 2.0F + 1.0F;
-}
-
-void launch_axpb(std::span<const float> in, std::span<float> out, stream_view s) {
-  axpb_kernel<<<overlap_test::blocks_for(in.size()), overlap_test::threads_per_block, 0, s.get()>>>(
-      in.data(), out.data(), in.size());
-  overlap::cuda::check(cudaGetLastError(), "axpb_kernel launch");
-}
 
 cudaMemoryType memory_type(const void* pointer) {
   cudaPointerAttributes attributes{};

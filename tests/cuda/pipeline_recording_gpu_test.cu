@@ -10,6 +10,7 @@
 #include <set>
 #include <vector>
 
+#include "axpb.hpp"
 #include "gpu_test_support.hpp"
 #include "overlap/core/program.hpp"
 #include "overlap/core/timeline.hpp"
@@ -27,13 +28,8 @@ using overlap::cuda::Pipeline;
 using overlap::cuda::pipeline_options;
 using overlap::cuda::recording;
 using overlap::cuda::stream_view;
+using overlap_test::launch_axpb;
 using overlap_test::MiB;
-
-__global__ void axpb_kernel(const float* in, float* out, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x)
-    out[i] = in[i] * 2.0F + 1.0F;
-}
 
 bool is_h2d(const Span& s) {
   return s.kind == op_kind::copy && s.direction == copy_direction::h2d;
@@ -64,9 +60,7 @@ TEST(PipelineRecording, MeasuredTimelineHasOneWellFormedSpanPerWorkOpAndShowsOve
   options.record = recording::on;
   Pipeline<float, float> pipeline(options);
   const auto stage = [](std::span<const float> in, std::span<float> out, stream_view s, std::size_t) {
-    axpb_kernel<<<overlap_test::blocks_for(in.size()), overlap_test::threads_per_block, 0, s.get()>>>(
-        in.data(), out.data(), in.size());
-    overlap::cuda::check(cudaGetLastError(), "axpb_kernel launch");
+    launch_axpb(in, out, s);
   };
   (void)pipeline.run(input.span(), output.span(), stage);  // warm-up: module load, ring allocation
   const auto report = pipeline.run(input.span(), output.span(), stage);
@@ -130,13 +124,10 @@ TEST(PipelineRecording, RecordingOffGivesNoTimeline) {
   pinned_buffer<float> input(1000);
   pinned_buffer<float> output(1000);
   overlap_test::fill_random(input.span(), 1U);
-  const auto report = Pipeline<float, float>().run(
-      input.span(), output.span(),
-      [](std::span<const float> in, std::span<float> out, stream_view s, std::size_t) {
-        axpb_kernel<<<overlap_test::blocks_for(in.size()), overlap_test::threads_per_block, 0, s.get()>>>(
-            in.data(), out.data(), in.size());
-        overlap::cuda::check(cudaGetLastError(), "axpb_kernel launch");
-      });
+  const auto report =
+      Pipeline<float, float>().run(input.span(), output.span(),
+                                   [](std::span<const float> in, std::span<float> out, stream_view s,
+                                      std::size_t) { launch_axpb(in, out, s); });
   EXPECT_FALSE(report.timeline.has_value());
   EXPECT_EQ(output[999], input[999] * 2.0F + 1.0F);
 }

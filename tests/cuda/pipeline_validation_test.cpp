@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "overlap/check/races.hpp"
@@ -51,18 +52,27 @@ void expect_names(const std::string& message, const std::string& argument) {
   EXPECT_EQ(message.find("pageable"), std::string::npos) << "message: " << message;
 }
 
-// Runs a Pipeline over plain host vectors: pageable memory, so only
-// validation that precedes every CUDA call can produce the expected error.
+/// Which Pipeline member a rejection test calls.
+enum class entry { run, capture };
+
+// Runs (or captures) a Pipeline over plain host vectors: pageable memory, so
+// only validation that precedes every CUDA call can produce the expected error.
 template <typename In, typename Out = In>
-std::string run_rejected(const pipeline_options& options, std::size_t input_size, std::size_t output_size) {
+std::string run_rejected(const pipeline_options& options, std::size_t input_size, std::size_t output_size,
+                         entry how = entry::run) {
   std::vector<In> input(input_size);
   std::vector<Out> output(output_size);
   Pipeline<In, Out> pipeline(options);
   bool stage_called = false;
+  const auto stage = [&](std::span<const In>, std::span<Out>, stream_view, std::size_t) {
+    stage_called = true;
+  };
   std::string message = invalid_input_message([&] {
-    (void)pipeline.run(
-        std::span<const In>(input), std::span<Out>(output),
-        [&](std::span<const In>, std::span<Out>, stream_view, std::size_t) { stage_called = true; });
+    if (how == entry::run) {
+      (void)pipeline.run(std::span<const In>(input), std::span<Out>(output), stage);
+    } else {
+      (void)pipeline.capture(std::span<const In>(input), std::span<Out>(output), stage);
+    }
   });
   EXPECT_FALSE(stage_called);
   return message;
@@ -214,7 +224,57 @@ TEST(PipelineValidation, EmptyInputIsNotAnErrorAndCallsNothing) {
   EXPECT_FALSE(report.timeline.has_value());
 }
 
+TEST(PipelineCaptureValidation, EmptyInputCapturesNothingAndReplaysNothing) {
+  const Pipeline<float> pipeline;
+  bool stage_called = false;
+  overlap::cuda::pipeline_graph graph =
+      pipeline.capture({}, {}, [&](auto, auto, stream_view, std::size_t) { stage_called = true; });
+  EXPECT_FALSE(stage_called);
+  EXPECT_EQ(graph.captured().chunks, 0U);
+  EXPECT_EQ(graph.captured().device_bytes, 0U);
+  const overlap::cuda::replay_report replay = graph.replay();  // no CUDA call: there is no graph
+  EXPECT_EQ(replay.chunks, 0U);
+  EXPECT_EQ(replay.host_launch_ms, 0.0);
+}
+
+TEST(PipelineCaptureValidation, ReplayOfAMovedFromGraphIsAnErrorNotACrash) {
+  const Pipeline<float> pipeline;
+  overlap::cuda::pipeline_graph graph = pipeline.capture({}, {}, [](auto, auto, stream_view, std::size_t) {});
+  overlap::cuda::pipeline_graph moved = std::move(graph);
+  // NOLINTNEXTLINE(bugprone-use-after-move): replaying a moved-from graph is the point of the test
+  EXPECT_THROW((void)graph.replay(), overlap::error);
+  EXPECT_EQ(moved.replay().chunks, 0U);
+}
+
 // ---- make_plan: chunking decisions ----
+
+// Pipeline::capture validates exactly as run() does, before any CUDA call.
+template <typename In, typename Out = In>
+std::string capture_rejected(const pipeline_options& options, std::size_t input_size,
+                             std::size_t output_size) {
+  return run_rejected<In, Out>(options, input_size, output_size, entry::capture);
+}
+
+TEST(PipelineCaptureValidation, RejectsWhatRunRejectsNamingTheArgument) {
+  pipeline_options zero_chunk;
+  zero_chunk.chunk_bytes = 0;
+  expect_names(capture_rejected<float>(zero_chunk, 16, 16), "chunk_bytes");
+  pipeline_options zero_streams;
+  zero_streams.streams = 0U;
+  expect_names(capture_rejected<float>(zero_streams, 16, 16), "streams");
+  pipeline_options misaligned;
+  misaligned.chunk_bytes = 6;
+  expect_names(capture_rejected<float>(misaligned, 16, 16), "chunk_bytes");
+  expect_names(capture_rejected<float>({}, 16, 15), "output");
+}
+
+TEST(PipelineCaptureValidation, RecordingCannotBeCapturedAndSaysWhatToUseInstead) {
+  pipeline_options options;
+  options.record = overlap::cuda::recording::on;
+  const std::string message = capture_rejected<float>(options, 16, 16);
+  expect_names(message, "record");
+  EXPECT_NE(message.find("Pipeline::run"), std::string::npos) << message;
+}
 
 TEST(PipelinePlan, DefaultsAreFourStreamsAndOneSlotPerStream) {
   const auto plan = make_plan(fake_run(1000, sizeof(float), 1000, sizeof(float)), {});
@@ -321,7 +381,7 @@ TEST(PipelinePlan, RingFitsTheBudgetAcrossBudgetsRatiosAndTypes) {
                           {2, 4, {2, 6}, 4, 6}};
   const std::size_t budgets[] = {1000, 4096, 65537, 1 * MiB, 3 * MiB + 7, 64 * MiB, 1000 * MiB};
   for (const shape& s : shapes) {
-    const std::size_t n = 12 * 1000003;  // divisible by every ratio input count above
+    const std::size_t n = std::size_t{12} * 1000003;  // divisible by every ratio input count above
     const std::size_t out_n = n * s.ratio.out / s.ratio.in;
     for (const std::size_t budget : budgets) {
       pipeline_options options;

@@ -5,7 +5,9 @@
 // stream, and the result is copied back. The device footprint is the ring
 // (depth x chunk), not the data, so data far larger than the GPU streams
 // through. The run is described as an overlap::Program first (the same value
-// the simulator, checker and exporters take), then issued op by op.
+// the simulator, checker and exporters take), then issued op by op; or
+// captured once into a CUDA graph (Pipeline::capture) and replayed with one
+// launch, when the same buffers are run again and again.
 //
 //   overlap::cuda::Pipeline<float, float> pipeline;            // automatic chunking, 4 streams
 //   pipeline.run(input, output, [](auto in, auto out, overlap::cuda::stream_view s, std::size_t) {
@@ -127,6 +129,9 @@ struct plan {
 /// throws invalid_input naming the argument.
 [[nodiscard]] plan make_plan(const erased_run& run, const pipeline_options& options);
 
+struct pipeline_resources;
+struct graph_state;
+
 /// Streams, events and the device ring, kept between runs.
 class pipeline_engine {
  public:
@@ -134,16 +139,61 @@ class pipeline_engine {
   ~pipeline_engine();
   pipeline_engine(const pipeline_engine&) = delete;
   pipeline_engine& operator=(const pipeline_engine&) = delete;
-  pipeline_engine(pipeline_engine&&) noexcept;
-  pipeline_engine& operator=(pipeline_engine&&) noexcept;
+  pipeline_engine(pipeline_engine&& other) noexcept;
+  pipeline_engine& operator=(pipeline_engine&& other) noexcept;
 
   run_report run(const erased_run& run, const pipeline_options& options, const erased_stage& stage);
 
  private:
-  struct resources;
-  std::unique_ptr<resources> resources_;
+  std::unique_ptr<pipeline_resources> resources_;
 };
 
+}  // namespace detail
+
+/// What one replay of a captured Pipeline did.
+struct replay_report {
+  std::size_t chunks = 0;
+  /// Host time of the one cudaGraphLaunch that issued every op of every chunk.
+  double host_launch_ms = 0.0;
+};
+
+/// A Pipeline run captured once into a CUDA graph and replayed with one
+/// cudaGraphLaunch, so a run's host cost no longer grows by three runtime
+/// calls per chunk. A replay moves the same host buffers through the same
+/// kernels with the same arguments as the capture did: refill the input in
+/// place and replay. The stage is called only while capturing. The graph
+/// owns its streams, device ring and in-place registrations; the input and
+/// output buffers must outlive it. Made by Pipeline::capture.
+class pipeline_graph {
+ public:
+  explicit pipeline_graph(std::unique_ptr<detail::graph_state> state) noexcept;
+  ~pipeline_graph();
+  pipeline_graph(const pipeline_graph&) = delete;
+  pipeline_graph& operator=(const pipeline_graph&) = delete;
+  pipeline_graph(pipeline_graph&& other) noexcept;
+  pipeline_graph& operator=(pipeline_graph&& other) noexcept;
+
+  /// Runs every chunk again and returns when all is done. Throws cuda_error
+  /// when the launch fails or the device fails while running the graph, and
+  /// overlap::error on a moved-from graph.
+  replay_report replay();
+
+  /// The capture: its Program, chunking and ring; host_issue_ms is the host
+  /// time spent issuing the ops into the capture.
+  [[nodiscard]] const run_report& captured() const noexcept;
+  /// Host milliseconds spent ending the capture and instantiating the graph.
+  [[nodiscard]] double instantiate_ms() const noexcept;
+  // captured() and instantiate_ms() must not be called on a moved-from graph.
+
+ private:
+  std::unique_ptr<detail::graph_state> state_;
+};
+
+namespace detail {
+/// Captures one run into a graph; validates like pipeline_engine::run, and
+/// rejects recording::on (timing events are not captured).
+[[nodiscard]] pipeline_graph capture_pipeline(const erased_run& run, const pipeline_options& options,
+                                              const erased_stage& stage);
 }  // namespace detail
 
 /// Runs a stage over host data in overlapped chunks. Reuse one Pipeline for
@@ -163,19 +213,34 @@ class Pipeline {
   /// invalid_input for bad arguments (before any CUDA call) and
   /// pipeline_error naming the chunk for a stage or CUDA failure.
   run_report run(std::span<const In> input, std::span<Out> output, const stage_function& stage) {
-    const detail::erased_run erased{input.data(),  input.size(),  sizeof(In),
-                                    output.data(), output.size(), sizeof(Out)};
-    return engine_.run(erased, options_,
-                       [&stage](const void* in, std::size_t in_count, void* out, std::size_t out_count,
-                                stream_view stream, std::size_t chunk) {
-                         stage(std::span<const In>(static_cast<const In*>(in), in_count),
-                               std::span<Out>(static_cast<Out*>(out), out_count), stream, chunk);
-                       });
+    return engine_.run(erase(input, output), options_, erase(stage));
+  }
+
+  /// Captures the run that run() would issue into a CUDA graph, calling
+  /// `stage` once per chunk, and returns it without running it: replay()
+  /// runs it. The stage must only launch kernels (or other capturable work)
+  /// on the stream it is given. Throws invalid_input like run() (and for
+  /// recording::on), and pipeline_error naming the chunk whose ops could not
+  /// be captured; nothing runs on the device while capturing.
+  [[nodiscard]] pipeline_graph capture(std::span<const In> input, std::span<Out> output,
+                                       const stage_function& stage) const {
+    return detail::capture_pipeline(erase(input, output), options_, erase(stage));
   }
 
   [[nodiscard]] const pipeline_options& options() const noexcept { return options_; }
 
  private:
+  static detail::erased_run erase(std::span<const In> input, std::span<Out> output) noexcept {
+    return {input.data(), input.size(), sizeof(In), output.data(), output.size(), sizeof(Out)};
+  }
+  static detail::erased_stage erase(const stage_function& stage) {
+    return [&stage](const void* in, std::size_t in_count, void* out, std::size_t out_count,
+                    stream_view stream, std::size_t chunk) {
+      stage(std::span<const In>(static_cast<const In*>(in), in_count),
+            std::span<Out>(static_cast<Out*>(out), out_count), stream, chunk);
+    };
+  }
+
   pipeline_options options_;
   detail::pipeline_engine engine_;
 };

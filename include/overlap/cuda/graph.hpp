@@ -1,0 +1,64 @@
+// CUDA graphs: stream capture into a graph, and the instantiated graph that
+// replays it with one launch.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "overlap/cuda/stream.hpp"
+
+namespace overlap::cuda {
+
+/// An instantiated CUDA graph (cudaGraphExec_t), destroyed with the object.
+class graph_exec {
+ public:
+  graph_exec() = default;
+  /// Takes ownership of `handle`.
+  explicit graph_exec(cudaGraphExec_t handle) noexcept : handle_(handle) {}
+  ~graph_exec();
+  graph_exec(const graph_exec&) = delete;
+  graph_exec& operator=(const graph_exec&) = delete;
+  graph_exec(graph_exec&& other) noexcept;
+  graph_exec& operator=(graph_exec&& other) noexcept;
+
+  /// Issues the whole graph on `stream` (cudaGraphLaunch); throws cuda_error.
+  void launch(stream_view stream) const;
+  /// Moves the graph's work descriptors to the device ahead of the first
+  /// launch (cudaGraphUpload), so that launch costs what every later one does.
+  void upload(stream_view stream) const;
+
+  [[nodiscard]] cudaGraphExec_t get() const noexcept { return handle_; }
+
+ private:
+  cudaGraphExec_t handle_ = nullptr;
+};
+
+/// Whether `stream` is being captured into a graph now.
+[[nodiscard]] bool is_capturing(stream_view stream);
+
+/// Records everything issued to `origin` (and to streams that join it through
+/// events) into a graph instead of running it. The capture is begun by the
+/// constructor and must be ended with end(); if it is not (an exception left
+/// the scope), the destructor ends it and discards the graph, leaving the
+/// stream usable.
+class stream_capture {
+ public:
+  /// cudaStreamBeginCapture in thread-local mode: other threads may go on
+  /// making calls that are unsafe during capture.
+  explicit stream_capture(stream_view origin);
+  ~stream_capture();
+  stream_capture(const stream_capture&) = delete;
+  stream_capture& operator=(const stream_capture&) = delete;
+  stream_capture(stream_capture&&) = delete;
+  stream_capture& operator=(stream_capture&&) = delete;
+
+  /// Ends the capture and instantiates what it recorded; throws cuda_error
+  /// (e.g. when a call during capture was not capturable, or a stream that
+  /// joined never joined back).
+  [[nodiscard]] graph_exec end();
+
+ private:
+  stream_view origin_;
+  bool open_ = true;
+};
+
+}  // namespace overlap::cuda

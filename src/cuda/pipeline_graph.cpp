@@ -1,0 +1,157 @@
+// Pipeline::capture: the run's ops issued once into a CUDA graph on the
+// graph's own streams (forked from and joined back to stream 0, so one
+// capture records them all), then replayed with one cudaGraphLaunch.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <exception>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "overlap/check/races.hpp"
+#include "overlap/core/error.hpp"
+#include "overlap/cuda/error.hpp"
+#include "overlap/cuda/graph.hpp"
+#include "overlap/cuda/pipeline.hpp"
+#include "pipeline_issue.hpp"
+
+namespace overlap::cuda {
+
+namespace detail {
+
+// Members are destroyed in reverse order: the graph before the ring it
+// addresses, the ring before the streams it is freed on, the host
+// registrations last.
+struct graph_state {
+  std::vector<host_registration> registrations;
+  pipeline_resources resources;
+  std::optional<event> fork;  // made when capturing, so an empty run needs no CUDA call
+  std::vector<event> joins;
+  graph_exec exec;
+  run_report captured;
+  double instantiate_ms = 0.0;
+};
+
+namespace {
+
+using host_clock = std::chrono::steady_clock;
+
+double ms_since(host_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(host_clock::now() - start).count();
+}
+
+// Streams 1.. wait for stream 0's point in the capture, so what they are
+// given next is captured too.
+void fork_streams(graph_state& g) {
+  const std::vector<stream>& streams = g.resources.streams;
+  if (!g.fork) g.fork.emplace(event_timing::disabled);
+  g.fork->record(streams[0]);
+  for (std::size_t i = 1; i < streams.size(); ++i) g.fork->wait_on(streams[i]);
+}
+
+// Stream 0 waits for every other stream: a capture ends only once all its
+// streams have joined the one it began on.
+void join_streams(graph_state& g) {
+  const std::vector<stream>& streams = g.resources.streams;
+  while (g.joins.size() + 1 < streams.size()) g.joins.emplace_back(event_timing::disabled);
+  for (std::size_t i = 1; i < streams.size(); ++i) {
+    g.joins[i - 1].record(streams[i]);
+    g.joins[i - 1].wait_on(streams[0]);
+  }
+}
+
+}  // namespace
+
+pipeline_graph capture_pipeline(const erased_run& r, const pipeline_options& options,
+                                const erased_stage& stage) {
+  const plan p = make_plan(r, options);
+  if (options.record == recording::on) {
+    throw invalid_input(
+        "record: recording::on cannot be captured into a graph (its timing events would not be "
+        "recorded); use Pipeline::run to record a Timeline");
+  }
+  auto g = std::make_unique<graph_state>();
+  run_report& report = g->captured;
+  report.chunks = p.chunks;
+  report.chunk_bytes = p.chunk_input_elements * r.input_element_bytes;
+  report.streams = p.streams;
+  report.ring_depth = p.ring_depth;
+  if (r.input_elements == 0) return pipeline_graph(std::move(g));  // replays nothing
+  const PipelineShape shape = shape_of(p, r);
+  report.program = make_pipeline_program(shape);
+  if (options.check == program_check::on) check::require_race_free(report.program);
+
+  require_pinned(r.input, r.input_elements * r.input_element_bytes, "input", options.pageable,
+                 g->registrations);
+  require_pinned(r.output, shape.d2h_bytes, "output", options.pageable, g->registrations);
+  g->resources.prepare(p, shape.h2d_chunk_bytes, shape.d2h_chunk_bytes);
+  report.device_bytes = g->resources.ring_bytes();
+
+  issuer issue(r, p, shape, stage, op_timing::off);
+  const auto started = host_clock::now();
+  {
+    stream_capture capture(g->resources.streams[0]);
+    try {
+      fork_streams(*g);
+      issue.issue(report.program, g->resources);
+      join_streams(*g);
+      report.host_issue_ms = ms_since(started);
+      const auto ending = host_clock::now();
+      g->exec = capture.end();
+      g->instantiate_ms = ms_since(ending);
+    } catch (const std::exception& e) {
+      // Join what can be joined so the capture ends cleanly; a capture that
+      // a bad call invalidated ends anyway, and stream_capture discards it.
+      try {
+        join_streams(*g);
+      } catch (
+          const std::exception&) {  // NOLINT(bugprone-empty-catch): the first failure is the one reported
+      }
+      const std::size_t k = issue.current_chunk();
+      std::throw_with_nested(pipeline_error(
+          fmt::format("capturing chunk {} of {} into a graph failed: {}; nothing ran on the device "
+                      "(a capture only records), and the stage may only launch capturable work on the "
+                      "stream it is given",
+                      k, p.chunks, e.what()),
+          k, false));
+    }
+  }
+  // Moves the work to the device now, so the first replay costs what every replay does.
+  g->exec.upload(g->resources.streams[0]);
+  g->resources.streams[0].synchronize();
+  return pipeline_graph(std::move(g));
+}
+
+}  // namespace detail
+
+pipeline_graph::pipeline_graph(std::unique_ptr<detail::graph_state> state) noexcept
+    : state_(std::move(state)) {}
+pipeline_graph::~pipeline_graph() = default;
+pipeline_graph::pipeline_graph(pipeline_graph&&) noexcept = default;
+pipeline_graph& pipeline_graph::operator=(pipeline_graph&&) noexcept = default;
+
+replay_report pipeline_graph::replay() {
+  if (!state_) throw error("pipeline_graph: replay() of a moved-from graph");
+  replay_report report;
+  report.chunks = state_->captured.chunks;
+  if (state_->exec.get() == nullptr) return report;
+  const cudaStream_t origin = state_->resources.streams[0].get();
+  const auto started = detail::host_clock::now();
+  check(cudaGraphLaunch(state_->exec.get(), origin), "cudaGraphLaunch",
+        fmt::format("replaying the captured pipeline ({} chunks)", report.chunks));
+  report.host_launch_ms = detail::ms_since(started);
+  check(cudaStreamSynchronize(origin), "cudaStreamSynchronize",
+        "waiting for the replayed pipeline: the device failed while running it; outputs may be incomplete");
+  return report;
+}
+
+const run_report& pipeline_graph::captured() const noexcept {
+  return state_->captured;
+}
+
+double pipeline_graph::instantiate_ms() const noexcept {
+  return state_->instantiate_ms;
+}
+
+}  // namespace overlap::cuda

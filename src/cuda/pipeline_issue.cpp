@@ -1,0 +1,130 @@
+#include "pipeline_issue.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "overlap/cuda/error.hpp"
+#include "overlap/cuda/nvtx.hpp"
+
+namespace overlap::cuda::detail {
+
+PipelineShape shape_of(const plan& p, const erased_run& r) {
+  if (p.chunks > std::numeric_limits<std::uint32_t>::max()) {
+    throw invalid_input(fmt::format("chunk_bytes: {} chunks is too many (expected < 2^32)", p.chunks));
+  }
+  PipelineShape shape;
+  shape.name = "cuda::Pipeline";
+  shape.chunks = static_cast<std::uint32_t>(p.chunks);
+  shape.streams = p.streams;
+  shape.ring_depth = p.ring_depth;
+  shape.kind = stream_kind::non_blocking;
+  shape.h2d_bytes = r.input_elements * r.input_element_bytes;
+  shape.h2d_chunk_bytes = p.chunk_input_elements * r.input_element_bytes;
+  shape.d2h_bytes = p.output_elements * r.output_element_bytes;
+  shape.d2h_chunk_bytes = p.chunk_output_elements * r.output_element_bytes;
+  shape.kernel_time = 0.0;  // unknown until measured; present so the stage is in the program
+  shape.memory = host_memory::pinned;
+  return shape;
+}
+
+void require_pinned(const void* pointer, std::size_t bytes, const char* name, pageable_memory policy,
+                    std::vector<host_registration>& registrations) {
+  if (bytes == 0) return;
+  const auto* last = static_cast<const std::byte*>(pointer) + bytes - 1;
+  if (is_pinned(pointer) && is_pinned(last)) return;
+  if (policy == pageable_memory::register_in_place) {
+    registrations.emplace_back(pointer, bytes);
+    return;
+  }
+  throw invalid_input(
+      fmt::format("{}: pageable host memory; cudaMemcpyAsync from it blocks the host and cannot overlap. "
+                  "Allocate it with "
+                  "cuda::pinned_buffer (cudaMallocHost), or set pipeline_options::pageable = "
+                  "pageable_memory::register_in_place",
+                  name));
+}
+
+void pipeline_resources::prepare(const plan& p, std::size_t in_bytes, std::size_t out_bytes) {
+  while (streams.size() < p.streams) streams.emplace_back(stream::options{stream_sync::non_blocking, 0});
+  while (slot_free.size() < p.ring_depth) slot_free.emplace_back(event_timing::disabled);
+  if (slots_in.size() != p.ring_depth || slot_in_bytes < in_bytes || slot_out_bytes < out_bytes) {
+    slots_in.clear();
+    slots_out.clear();
+    for (unsigned k = 0; k < p.ring_depth; ++k) {
+      slots_in.emplace_back(in_bytes, streams[0].view());
+      slots_out.emplace_back(out_bytes, streams[0].view());
+    }
+    slot_in_bytes = in_bytes;
+    slot_out_bytes = out_bytes;
+    // Allocated in stream order on stream 0; other streams use them next.
+    streams[0].synchronize();
+  }
+}
+
+void pipeline_resources::reserve_timing(std::size_t count) {
+  while (timing.size() < count) timing.emplace_back(event_timing::enabled);
+}
+
+void issuer::issue(const Program& program, pipeline_resources& res) {
+  const auto& ops = program.ops();
+  const bool timed = timing_ == op_timing::on;
+  std::size_t next_timing = 0;
+  if (timed) res.timing[next_timing++].record(res.streams[0].view());  // t0
+  for (const Op& op : ops) {
+    if (op.chunk >= 0) current_chunk_ = static_cast<std::size_t>(op.chunk);
+    if (op.kind == op_kind::device_synchronize) break;  // the caller drains or joins every stream
+    const stream_view s = res.streams[*op.stream].view();
+    if (op.kind == op_kind::event_record) {
+      res.slot_free[*op.event].record(s);
+      continue;
+    }
+    if (op.kind == op_kind::stream_wait_event) {
+      res.slot_free[*op.event].wait_on(s);
+      continue;
+    }
+    if (timed) res.timing[next_timing++].record(s);
+    const std::size_t slot = current_chunk_ % plan_.ring_depth;
+    issue_work(op, s, res.slots_in[slot].data(), res.slots_out[slot].data());
+    if (timed) res.timing[next_timing++].record(s);
+  }
+}
+
+// The hot path: ~3 runtime calls per chunk. Context strings are built only
+// when a call fails, and the NVTX range names the op with a static string
+// plus the chunk as payload, so issuing costs little beyond the runtime calls.
+void issuer::issue_work(const Op& op, stream_view s, std::byte* d_in, std::byte* d_out) {
+  const auto chunk = static_cast<std::uint32_t>(current_chunk_);
+  const nvtx_range range(op.label.c_str(), current_chunk_);
+  const auto fail_if = [&](cudaError_t status, const char* call) {
+    if (status != cudaSuccess) {
+      check(status, call, fmt::format("{} of chunk {} on stream {}", op.label, chunk, *op.stream + 1));
+    }
+  };
+  if (op.kind == op_kind::copy && op.direction == copy_direction::h2d) {
+    const ChunkExtent e = chunk_extent(shape_.h2d_bytes, shape_.chunks, shape_.h2d_chunk_bytes, chunk);
+    fail_if(cudaMemcpyAsync(d_in, static_cast<const std::byte*>(run_.input) + e.offset, e.bytes,
+                            cudaMemcpyHostToDevice, s.get()),
+            "cudaMemcpyAsync");
+  } else if (op.kind == op_kind::copy) {
+    const ChunkExtent e = chunk_extent(shape_.d2h_bytes, shape_.chunks, shape_.d2h_chunk_bytes, chunk);
+    fail_if(cudaMemcpyAsync(static_cast<std::byte*>(run_.output) + e.offset, d_out, e.bytes,
+                            cudaMemcpyDeviceToHost, s.get()),
+            "cudaMemcpyAsync");
+  } else {
+    const ChunkExtent in = chunk_extent(shape_.h2d_bytes, shape_.chunks, shape_.h2d_chunk_bytes, chunk);
+    const ChunkExtent out = chunk_extent(shape_.d2h_bytes, shape_.chunks, shape_.d2h_chunk_bytes, chunk);
+    stage_(d_in, in.bytes / run_.input_element_bytes, d_out, out.bytes / run_.output_element_bytes, s,
+           current_chunk_);
+    fail_if(cudaGetLastError(), "kernel launch in the stage");
+  }
+}
+
+bool drain(std::vector<stream>& streams) noexcept {
+  bool all_ok = true;
+  for (auto& s : streams) all_ok = cudaStreamSynchronize(s.get()) == cudaSuccess && all_ok;
+  return all_ok;
+}
+
+}  // namespace overlap::cuda::detail

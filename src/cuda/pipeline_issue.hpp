@@ -1,0 +1,80 @@
+// What issuing a Pipeline's Program on real streams takes, shared by the
+// direct run (pipeline_engine.cpp) and the graph capture (pipeline_graph.cpp).
+// Private to src/cuda.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "overlap/core/pipeline_shape.hpp"
+#include "overlap/core/program.hpp"
+#include "overlap/cuda/event.hpp"
+#include "overlap/cuda/memory.hpp"
+#include "overlap/cuda/pipeline.hpp"
+#include "overlap/cuda/stream.hpp"
+
+namespace overlap::cuda::detail {
+
+/// The PipelineShape of a planned run: the Program it issues follows from it.
+[[nodiscard]] PipelineShape shape_of(const plan& p, const erased_run& r);
+
+/// Returns if [pointer, pointer + bytes) is pinned; registers it in place
+/// (appending to `registrations`) or throws invalid_input naming `name`,
+/// as `policy` says. Pageable memory makes every async copy synchronous:
+/// never silently slow.
+void require_pinned(const void* pointer, std::size_t bytes, const char* name, pageable_memory policy,
+                    std::vector<host_registration>& registrations);
+
+/// Streams, slot hand-over events and the device ring of chunk buffers.
+struct pipeline_resources {
+  std::vector<stream> streams;
+  std::vector<event> slot_free;
+  std::vector<device_buffer<std::byte>> slots_in;
+  std::vector<device_buffer<std::byte>> slots_out;
+  std::size_t slot_in_bytes = 0;
+  std::size_t slot_out_bytes = 0;
+  std::vector<event> timing;  ///< grown on demand, reused between runs
+
+  /// Keeps what fits the plan, rebuilds the rest.
+  void prepare(const plan& p, std::size_t in_bytes, std::size_t out_bytes);
+  /// At least `count` timing events.
+  void reserve_timing(std::size_t count);
+  /// The device bytes the ring holds.
+  [[nodiscard]] std::size_t ring_bytes() const noexcept {
+    return slots_in.size() * slot_in_bytes + slots_out.size() * slot_out_bytes;
+  }
+};
+
+/// Whether the issue loop brackets each work op with timing events.
+enum class op_timing { off, on };
+
+/// One run's issue loop: every op of the Program, in order, on the
+/// resources' streams. The chunk being issued is kept so a failure can name it.
+class issuer {
+ public:
+  issuer(const erased_run& r, const plan& p, const PipelineShape& shape, const erased_stage& stage,
+         op_timing timing)
+      : run_(r), plan_(p), shape_(shape), stage_(stage), timing_(timing) {}
+
+  /// Issues every op up to the final device_synchronize (the caller drains
+  /// or joins the streams). Throws what the stage or a CUDA call throws.
+  void issue(const Program& program, pipeline_resources& res);
+
+  /// The chunk of the op issued last (or being issued when it threw).
+  [[nodiscard]] std::size_t current_chunk() const noexcept { return current_chunk_; }
+
+ private:
+  void issue_work(const Op& op, stream_view s, std::byte* d_in, std::byte* d_out);
+
+  const erased_run& run_;
+  const plan& plan_;
+  const PipelineShape& shape_;
+  const erased_stage& stage_;
+  op_timing timing_;
+  std::size_t current_chunk_ = 0;
+};
+
+/// Waits for every stream; false if any of them failed. Never throws.
+bool drain(std::vector<stream>& streams) noexcept;
+
+}  // namespace overlap::cuda::detail

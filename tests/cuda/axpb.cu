@@ -1,0 +1,31 @@
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "axpb.hpp"
+#include "gpu_test_support.hpp"
+#include "overlap/cuda/error.hpp"
+
+namespace overlap_test {
+
+namespace {
+
+__global__ void axpb_kernel(const float* in, float* out, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    out[i] = in[i] * 2.0F + 1.0F;
+}
+
+}  // namespace
+
+void launch_axpb(std::span<const float> in, std::span<float> out, overlap::cuda::stream_view stream) {
+  launch_axpb_unchecked(in, out, stream, blocks_for(in.size()), threads_per_block);
+  overlap::cuda::check(cudaGetLastError(), "axpb_kernel launch");
+}
+
+void launch_axpb_unchecked(std::span<const float> in, std::span<float> out, overlap::cuda::stream_view stream,
+                           unsigned blocks, unsigned threads) {
+  axpb_kernel<<<blocks, threads, 0, stream.get()>>>(in.data(), out.data(), in.size());
+}
+
+}  // namespace overlap_test

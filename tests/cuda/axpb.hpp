@@ -1,0 +1,21 @@
+// y = 2x + 1 on the device: the stage most GPU tests stream through a
+// Pipeline. x * 2 is exact, so the device's output equals the host's
+// reference bit for bit.
+#pragma once
+
+#include <span>
+
+#include "overlap/cuda/stream.hpp"
+
+namespace overlap_test {
+
+/// Launches out[i] = 2 * in[i] + 1 over in.size() elements on `stream` and
+/// checks the launch (throws overlap::cuda_error).
+void launch_axpb(std::span<const float> in, std::span<float> out, overlap::cuda::stream_view stream);
+
+/// The same kernel with `blocks` x `threads` exactly as given and the launch
+/// left unchecked: for tests of what a Pipeline does with a bad launch.
+void launch_axpb_unchecked(std::span<const float> in, std::span<float> out, overlap::cuda::stream_view stream,
+                           unsigned blocks, unsigned threads);
+
+}  // namespace overlap_test
