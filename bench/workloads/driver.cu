@@ -231,6 +231,22 @@ class workload_bench {
     cuda::check(cudaMemcpyAsync(to, from, bytes, kind, s.get()), "cudaMemcpyAsync", what);
   }
 
+  /// How a variant's copies are named in an error.
+  struct copy_labels {
+    const char* h2d;
+    const char* d2h;
+  };
+
+  // `count` elements from `offset` the seeds' way, all on `s`: H2D, the
+  // kernel, D2H, in the whole-size device buffers.
+  void issue_chunk(std::size_t offset, std::size_t count, cuda::stream_view s, copy_labels labels) {
+    copy(d_in_.data() + offset, in_.data() + offset, count * sizeof(float), cudaMemcpyHostToDevice, s,
+         labels.h2d);
+    launch(d_in_.data() + offset, d_out_.data() + offset, count, s.get());
+    copy(out_.data() + offset, d_out_.data() + offset, count * sizeof(float), cudaMemcpyDeviceToHost, s,
+         labels.d2h);
+  }
+
   // Host lines that the CPU holds in its caches (dirty after a fill, clean
   // after a check) make DMA into them slow on the H100 machines: a CPU-side
   // NaN fill before each run slowed a 16 MiB D2H by half. A round trip
@@ -381,9 +397,7 @@ class workload_bench {
         variant_kind::sequential, "sequential (1 stream)",
         [&](const cuda::event& start) {
           start.wait_on(a);
-          copy(d_in_.data(), in_.data(), bytes_, cudaMemcpyHostToDevice, a, "sequential H2D");
-          launch(d_in_.data(), d_out_.data(), elements_, a.get());
-          copy(out_.data(), d_out_.data(), bytes_, cudaMemcpyDeviceToHost, a, "sequential D2H");
+          issue_chunk(0, elements_, a, {"sequential H2D", "sequential D2H"});
           a.synchronize();
           return whole();
         },
@@ -398,12 +412,7 @@ class workload_bench {
           for (int i = 0; i < 2; ++i) {
             const std::size_t offset = i == 0 ? 0 : half;
             const std::size_t count = i == 0 ? half : elements_ - half;
-            const cuda::stream& s = streams_[i];
-            copy(d_in_.data() + offset, in_.data() + offset, count * sizeof(float), cudaMemcpyHostToDevice, s,
-                 "two-stream H2D");
-            launch(d_in_.data() + offset, d_out_.data() + offset, count, s.get());
-            copy(out_.data() + offset, d_out_.data() + offset, count * sizeof(float), cudaMemcpyDeviceToHost,
-                 s, "two-stream D2H");
+            issue_chunk(offset, count, streams_[i], {"two-stream H2D", "two-stream D2H"});
           }
           for (int i = 0; i < 2; ++i) streams_[i].synchronize();
           run_info info = whole(2, 2);
@@ -469,12 +478,7 @@ class workload_bench {
     for (std::size_t c = 0; c < chunks; ++c) {
       const std::size_t offset = c * chunk;
       const std::size_t count = std::min(chunk, elements_ - offset);
-      const cuda::stream& s = streams[c % streams.size()];
-      copy(d_in_.data() + offset, in_.data() + offset, count * sizeof(float), cudaMemcpyHostToDevice, s,
-           "bare loop H2D");
-      launch(d_in_.data() + offset, d_out_.data() + offset, count, s.get());
-      copy(out_.data() + offset, d_out_.data() + offset, count * sizeof(float), cudaMemcpyDeviceToHost, s,
-           "bare loop D2H");
+      issue_chunk(offset, count, streams[c % streams.size()], {"bare loop H2D", "bare loop D2H"});
     }
     run_info info;
     info.host_issue_ms = milliseconds_since(started);

@@ -25,12 +25,6 @@ void graph_exec::upload(stream_view stream) const {
   check(cudaGraphUpload(handle_, stream.get()), "cudaGraphUpload");
 }
 
-bool is_capturing(stream_view stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  check(cudaStreamIsCapturing(stream.get(), &status), "cudaStreamIsCapturing");
-  return status != cudaStreamCaptureStatusNone;
-}
-
 stream_capture::stream_capture(stream_view origin) : origin_(origin) {
   check(cudaStreamBeginCapture(origin.get(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
 }

@@ -8,7 +8,6 @@
 #include <exception>
 #include <vector>
 
-#include "overlap/check/races.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/pipeline.hpp"
 #include "pipeline_issue.hpp"
@@ -61,19 +60,11 @@ Timeline measured_timeline(const Program& program, const std::vector<event>& tim
 run_report pipeline_engine::run(const erased_run& r, const pipeline_options& options,
                                 const erased_stage& stage) {
   const plan p = make_plan(r, options);
-  run_report report;
-  report.chunks = p.chunks;
-  report.chunk_bytes = p.chunk_input_elements * r.input_element_bytes;
-  report.streams = p.streams;
-  report.ring_depth = p.ring_depth;
+  run_report report = report_of(p, r);
   if (r.input_elements == 0) return report;
-  const PipelineShape shape = shape_of(p, r);
-  report.program = make_pipeline_program(shape);
-  if (options.check == program_check::on) check::require_race_free(report.program);
-
+  const PipelineShape shape = describe_run(p, r, options, report);
   std::vector<host_registration> registrations;
-  require_pinned(r.input, r.input_elements * r.input_element_bytes, "input", options.pageable, registrations);
-  require_pinned(r.output, shape.d2h_bytes, "output", options.pageable, registrations);
+  require_pinned(r, shape, options.pageable, registrations);
 
   if (!resources_) resources_ = std::make_unique<pipeline_resources>();
   pipeline_resources& res = *resources_;
@@ -97,8 +88,7 @@ run_report pipeline_engine::run(const erased_run& r, const pipeline_options& opt
     std::throw_with_nested(pipeline_error(
         fmt::format("chunk {} of {} failed: {}; {}", k, p.chunks, e.what(), state), k, complete));
   }
-  report.host_issue_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  report.host_issue_ms = ms_since(started);
   if (!drain(res.streams)) {
     // Surface the asynchronous error with its name; the stream that failed first reports it.
     for (auto& s : res.streams)

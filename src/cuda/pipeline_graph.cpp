@@ -9,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "overlap/check/races.hpp"
 #include "overlap/core/error.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/graph.hpp"
@@ -34,12 +33,6 @@ struct graph_state {
 };
 
 namespace {
-
-using host_clock = std::chrono::steady_clock;
-
-double ms_since(host_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(host_clock::now() - start).count();
-}
 
 // Streams 1.. wait for stream 0's point in the capture, so what they are
 // given next is captured too.
@@ -72,24 +65,16 @@ pipeline_graph capture_pipeline(const erased_run& r, const pipeline_options& opt
         "recorded); use Pipeline::run to record a Timeline");
   }
   auto g = std::make_unique<graph_state>();
+  g->captured = report_of(p, r);
   run_report& report = g->captured;
-  report.chunks = p.chunks;
-  report.chunk_bytes = p.chunk_input_elements * r.input_element_bytes;
-  report.streams = p.streams;
-  report.ring_depth = p.ring_depth;
   if (r.input_elements == 0) return pipeline_graph(std::move(g));  // replays nothing
-  const PipelineShape shape = shape_of(p, r);
-  report.program = make_pipeline_program(shape);
-  if (options.check == program_check::on) check::require_race_free(report.program);
-
-  require_pinned(r.input, r.input_elements * r.input_element_bytes, "input", options.pageable,
-                 g->registrations);
-  require_pinned(r.output, shape.d2h_bytes, "output", options.pageable, g->registrations);
+  const PipelineShape shape = describe_run(p, r, options, report);
+  require_pinned(r, shape, options.pageable, g->registrations);
   g->resources.prepare(p, shape.h2d_chunk_bytes, shape.d2h_chunk_bytes);
   report.device_bytes = g->resources.ring_bytes();
 
   issuer issue(r, p, shape, stage, op_timing::off);
-  const auto started = host_clock::now();
+  const auto started = std::chrono::steady_clock::now();
   {
     stream_capture capture(g->resources.streams[0]);
     try {
@@ -97,7 +82,7 @@ pipeline_graph capture_pipeline(const erased_run& r, const pipeline_options& opt
       issue.issue(report.program, g->resources);
       join_streams(*g);
       report.host_issue_ms = ms_since(started);
-      const auto ending = host_clock::now();
+      const auto ending = std::chrono::steady_clock::now();
       g->exec = capture.end();
       g->instantiate_ms = ms_since(ending);
     } catch (const std::exception& e) {
@@ -105,8 +90,8 @@ pipeline_graph capture_pipeline(const erased_run& r, const pipeline_options& opt
       // a bad call invalidated ends anyway, and stream_capture discards it.
       try {
         join_streams(*g);
-      } catch (
-          const std::exception&) {  // NOLINT(bugprone-empty-catch): the first failure is the one reported
+        // NOLINTNEXTLINE(bugprone-empty-catch): the first failure is the one reported
+      } catch (const std::exception&) {
       }
       const std::size_t k = issue.current_chunk();
       std::throw_with_nested(pipeline_error(
@@ -137,7 +122,7 @@ replay_report pipeline_graph::replay() {
   report.chunks = state_->captured.chunks;
   if (state_->exec.get() == nullptr) return report;
   const cudaStream_t origin = state_->resources.streams[0].get();
-  const auto started = detail::host_clock::now();
+  const auto started = std::chrono::steady_clock::now();
   check(cudaGraphLaunch(state_->exec.get(), origin), "cudaGraphLaunch",
         fmt::format("replaying the captured pipeline ({} chunks)", report.chunks));
   report.host_launch_ms = detail::ms_since(started);

@@ -5,10 +5,13 @@
 #include <cstdint>
 #include <limits>
 
+#include "overlap/check/races.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/nvtx.hpp"
 
 namespace overlap::cuda::detail {
+
+namespace {
 
 PipelineShape shape_of(const plan& p, const erased_run& r) {
   if (p.chunks > std::numeric_limits<std::uint32_t>::max()) {
@@ -29,8 +32,8 @@ PipelineShape shape_of(const plan& p, const erased_run& r) {
   return shape;
 }
 
-void require_pinned(const void* pointer, std::size_t bytes, const char* name, pageable_memory policy,
-                    std::vector<host_registration>& registrations) {
+void require_pinned_range(const void* pointer, std::size_t bytes, const char* name, pageable_memory policy,
+                          std::vector<host_registration>& registrations) {
   if (bytes == 0) return;
   const auto* last = static_cast<const std::byte*>(pointer) + bytes - 1;
   if (is_pinned(pointer) && is_pinned(last)) return;
@@ -44,6 +47,35 @@ void require_pinned(const void* pointer, std::size_t bytes, const char* name, pa
                   "cuda::pinned_buffer (cudaMallocHost), or set pipeline_options::pageable = "
                   "pageable_memory::register_in_place",
                   name));
+}
+
+}  // namespace
+
+run_report report_of(const plan& p, const erased_run& r) {
+  run_report report;
+  report.chunks = p.chunks;
+  report.chunk_bytes = p.chunk_input_elements * r.input_element_bytes;
+  report.streams = p.streams;
+  report.ring_depth = p.ring_depth;
+  return report;
+}
+
+PipelineShape describe_run(const plan& p, const erased_run& r, const pipeline_options& options,
+                           run_report& report) {
+  PipelineShape shape = shape_of(p, r);
+  report.program = make_pipeline_program(shape);
+  if (options.check == program_check::on) check::require_race_free(report.program);
+  return shape;
+}
+
+void require_pinned(const erased_run& r, const PipelineShape& shape, pageable_memory policy,
+                    std::vector<host_registration>& registrations) {
+  require_pinned_range(r.input, shape.h2d_bytes, "input", policy, registrations);
+  require_pinned_range(r.output, shape.d2h_bytes, "output", policy, registrations);
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 void pipeline_resources::prepare(const plan& p, std::size_t in_bytes, std::size_t out_bytes) {

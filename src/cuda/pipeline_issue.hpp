@@ -3,6 +3,7 @@
 // Private to src/cuda.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <vector>
 
@@ -15,15 +16,24 @@
 
 namespace overlap::cuda::detail {
 
-/// The PipelineShape of a planned run: the Program it issues follows from it.
-[[nodiscard]] PipelineShape shape_of(const plan& p, const erased_run& r);
+/// The report fields a plan fixes: chunks, chunk bytes, streams, ring depth.
+[[nodiscard]] run_report report_of(const plan& p, const erased_run& r);
 
-/// Returns if [pointer, pointer + bytes) is pinned; registers it in place
-/// (appending to `registrations`) or throws invalid_input naming `name`,
-/// as `policy` says. Pageable memory makes every async copy synchronous:
-/// never silently slow.
-void require_pinned(const void* pointer, std::size_t bytes, const char* name, pageable_memory policy,
+/// The PipelineShape of a planned run; puts the Program it issues in
+/// `report.program` and, when options.check says so, proves it race-free.
+/// Makes no CUDA call.
+[[nodiscard]] PipelineShape describe_run(const plan& p, const erased_run& r, const pipeline_options& options,
+                                         run_report& report);
+
+/// Returns if the run's input and output are pinned; registers pageable ones
+/// in place (appending to `registrations`) or throws invalid_input naming
+/// "input" or "output", as `policy` says. Pageable memory makes every async
+/// copy synchronous: never silently slow.
+void require_pinned(const erased_run& r, const PipelineShape& shape, pageable_memory policy,
                     std::vector<host_registration>& registrations);
+
+/// Milliseconds on the host's steady clock since `start`.
+[[nodiscard]] double ms_since(std::chrono::steady_clock::time_point start);
 
 /// Streams, slot hand-over events and the device ring of chunk buffers.
 struct pipeline_resources {

@@ -28,4 +28,10 @@ void launch_axpb_unchecked(std::span<const float> in, std::span<float> out, over
   axpb_kernel<<<blocks, threads, 0, stream.get()>>>(in.data(), out.data(), in.size());
 }
 
+std::vector<float> axpb_reference(std::span<const float> input) {
+  std::vector<float> expected(input.size());
+  for (std::size_t i = 0; i < input.size(); ++i) expected[i] = input[i] * 2.0F + 1.0F;
+  return expected;
+}
+
 }  // namespace overlap_test

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <span>
+#include <vector>
 
 #include "overlap/cuda/stream.hpp"
 
@@ -17,5 +18,8 @@ void launch_axpb(std::span<const float> in, std::span<float> out, overlap::cuda:
 /// left unchecked: for tests of what a Pipeline does with a bad launch.
 void launch_axpb_unchecked(std::span<const float> in, std::span<float> out, overlap::cuda::stream_view stream,
                            unsigned blocks, unsigned threads);
+
+/// The host's y = 2x + 1 of every element: what launch_axpb must produce.
+[[nodiscard]] std::vector<float> axpb_reference(std::span<const float> input);
 
 }  // namespace overlap_test

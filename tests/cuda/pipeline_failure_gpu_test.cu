@@ -35,11 +35,11 @@ using overlap_test::ring_handover::elements;
 struct test_data {
   pinned_buffer<float> input{elements};
   pinned_buffer<float> output{elements};
-  std::vector<float> expected = std::vector<float>(elements);
+  std::vector<float> expected;
 
   test_data() {
     overlap_test::fill_random(input.span(), 0xfa11U);
-    for (std::size_t i = 0; i < elements; ++i) expected[i] = input[i] * 2.0F + 1.0F;
+    expected = overlap_test::axpb_reference(input.span());
     overlap_test::poison(output.span(), 0xA5);
   }
 
@@ -211,8 +211,7 @@ TEST(PipelineFailureRecovery, FreshPipelineWorksAndDeviceMemoryReturnsAfterAFail
   pinned_buffer<float> input(n);
   pinned_buffer<float> output(n);
   overlap_test::fill_random(input.span(), 0xbeefU);
-  std::vector<float> expected(n);
-  for (std::size_t i = 0; i < n; ++i) expected[i] = input[i] * 2.0F + 1.0F;
+  const std::vector<float> expected = overlap_test::axpb_reference(input.span());
   const auto good_stage = [](std::span<const float> in, std::span<float> out, stream_view s, std::size_t) {
     launch_axpb(in, out, s);
   };

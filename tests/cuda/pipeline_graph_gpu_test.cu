@@ -33,6 +33,7 @@ using overlap::cuda::pipeline_error;
 using overlap::cuda::pipeline_graph;
 using overlap::cuda::pipeline_options;
 using overlap::cuda::stream_view;
+using overlap_test::axpb_reference;
 using overlap_test::launch_axpb;
 using overlap_test::MiB;
 
@@ -41,12 +42,6 @@ __global__ void sum_of_four_kernel(const double* in, double* out, std::size_t ou
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < outputs;
        i += std::size_t{gridDim.x} * blockDim.x)
     out[i] = ((in[4 * i] + in[4 * i + 1]) + in[4 * i + 2]) + in[4 * i + 3];
-}
-
-std::vector<float> axpb_reference(std::span<const float> input) {
-  std::vector<float> expected(input.size());
-  for (std::size_t i = 0; i < input.size(); ++i) expected[i] = input[i] * 2.0F + 1.0F;
-  return expected;
 }
 
 struct graph_case {

@@ -26,6 +26,7 @@ using overlap::cuda::Pipeline;
 using overlap::cuda::pipeline_error;
 using overlap::cuda::pipeline_options;
 using overlap::cuda::stream_view;
+using overlap_test::axpb_reference;
 using overlap_test::launch_axpb;
 using overlap_test::MiB;
 
@@ -33,12 +34,6 @@ cudaMemoryType memory_type(const void* pointer) {
   cudaPointerAttributes attributes{};
   overlap::cuda::check(cudaPointerGetAttributes(&attributes, pointer), "cudaPointerGetAttributes");
   return attributes.type;
-}
-
-std::vector<float> reference(std::span<const float> input) {
-  std::vector<float> expected(input.size());
-  std::transform(input.begin(), input.end(), expected.begin(), [](float x) { return x * 2.0F + 1.0F; });
-  return expected;
 }
 
 // ---- pageable host memory ----
@@ -100,7 +95,7 @@ TEST(PipelinePageable, RegisterInPlaceGivesCorrectOutputAndUnregistersAfter) {
                        launch_axpb(in, out, s);
                      });
   EXPECT_TRUE(pinned_during_run);
-  EXPECT_TRUE(overlap_test::same_bytes<float>(reference(input), output));
+  EXPECT_TRUE(overlap_test::same_bytes<float>(axpb_reference(input), output));
   EXPECT_EQ(memory_type(input.data()), cudaMemoryTypeUnregistered);
   EXPECT_EQ(memory_type(output.data()), cudaMemoryTypeUnregistered);
   EXPECT_FALSE(overlap::cuda::is_pinned(input.data()));
@@ -122,7 +117,7 @@ TEST(PipelinePageable, RegisterInPlaceOfSmallNeighbouringVectors) {
                      [](std::span<const float> in, std::span<float> out, stream_view s, std::size_t) {
                        launch_axpb(in, out, s);
                      });
-  EXPECT_TRUE(overlap_test::same_bytes<float>(reference(input), output));
+  EXPECT_TRUE(overlap_test::same_bytes<float>(axpb_reference(input), output));
   EXPECT_EQ(memory_type(input.data()), cudaMemoryTypeUnregistered);
   EXPECT_EQ(memory_type(output.data()), cudaMemoryTypeUnregistered);
 }
@@ -160,7 +155,7 @@ TEST(PipelineOutOfCore, DataFourTimesTheBudgetStaysWithinItOnTheDevice) {
   pinned_buffer<float> output(n);
   overlap_test::fill_random(input.span(), 0x00c0U);
   overlap_test::poison(output.span(), 0xA5);
-  const std::vector<float> expected = reference(input.span());
+  const std::vector<float> expected = axpb_reference(input.span());
 
   // Warm up the context, the kernel and the stream-ordered pool, then read
   // the level everything is measured against.

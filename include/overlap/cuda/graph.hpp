@@ -32,9 +32,6 @@ class graph_exec {
   cudaGraphExec_t handle_ = nullptr;
 };
 
-/// Whether `stream` is being captured into a graph now.
-[[nodiscard]] bool is_capturing(stream_view stream);
-
 /// Records everything issued to `origin` (and to streams that join it through
 /// events) into a graph instead of running it. The capture is begun by the
 /// constructor and must be ended with end(); if it is not (an exception left
