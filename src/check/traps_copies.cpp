@@ -97,13 +97,24 @@ LegacyRepair plan_legacy_repair(const Program& p, std::vector<op_id> instances) 
   return plan;
 }
 
+/// True when some stream waits for the legacy default stream (and it for them).
+bool has_barrier(const Program& p) {
+  return std::any_of(p.streams().begin(), p.streams().end(), [](const Stream& s) {
+    return s.kind == stream_kind::blocking || s.kind == stream_kind::per_thread_default;
+  });
+}
+
+bool all_synchronous_copies(const Program& p, const std::vector<op_id>& ops) {
+  return std::all_of(ops.begin(), ops.end(), [&](op_id i) {
+    return p.ops()[i].kind == op_kind::copy && p.ops()[i].mode == call_mode::synchronous;
+  });
+}
+
 std::string legacy_message(const Program& p, op_id first, const std::vector<stream_id>& in_flight,
                            std::size_t instances) {
   const Op& x = p.ops()[first];
   const bool sync_copy = x.kind == op_kind::copy && x.mode == call_mode::synchronous;
-  const bool barrier = std::any_of(p.streams().begin(), p.streams().end(), [](const Stream& s) {
-    return s.kind == stream_kind::blocking || s.kind == stream_kind::per_thread_default;
-  });
+  const bool barrier = has_barrier(p);
   std::string message = fmt::format("{} runs on the legacy default stream", describe_op(p, first));
   if (barrier) {
     message += ": it waits for all earlier work on blocking streams and holds back all later work on them";
@@ -161,7 +172,11 @@ void find_legacy_default_stream(TrapContext& context, std::vector<Finding>& find
   const op_id first = plan.instances.front();
   Finding f;
   f.level = severity::warning;
-  f.rule = std::string(rules::legacy_default_stream);
+  // Without a blocking stream there is no barrier: what remains is the host
+  // waiting in each synchronous copy.
+  f.rule =
+      std::string(has_barrier(p) || !all_synchronous_copies(p, plan.instances) ? rules::legacy_default_stream
+                                                                               : rules::synchronous_copy);
   f.message = legacy_message(p, first, in_flight.at(first), plan.instances.size());
   f.fix = legacy_fix(p, plan) + restored_sentence(cost.restored);
   std::vector<op_id> involved = plan.instances;

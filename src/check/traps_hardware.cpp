@@ -57,8 +57,11 @@ std::vector<CopyGroup> copy_groups(const Program& p) {
       current.members.push_back(i);
       current.streams.push_back(*op.stream);
       current.epochs.push_back(walker.epoch());
-    } else if (!is_stream_op(op.kind) || is_work_op(op.kind)) {
-      close();  // records and waits between the copies keep the group open
+    } else if (op.kind != op_kind::host_work && (!is_stream_op(op.kind) || is_work_op(op.kind))) {
+      // Records and waits between the copies keep the group open, and so does
+      // host work (a traced app's own bookkeeping between calls): whether the
+      // copies really queued is read off the timeline below.
+      close();
     }
   }
   close();

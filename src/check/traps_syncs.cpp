@@ -7,6 +7,7 @@
 #include <array>
 #include <cctype>
 #include <map>
+#include <set>
 
 #include "access_history.hpp"
 #include "overlap/check/happens_before.hpp"
@@ -170,11 +171,18 @@ void find_device_synchronize(TrapContext& context, std::vector<Finding>& finding
   std::map<op_id, std::vector<stream_id>> in_flight;
   std::vector<op_id> instances;
   StreamCoverage coverage;
+  // Streams an earlier repaired sync no longer waits for: in the repaired
+  // program their work is still in flight at the next device-wide sync,
+  // which the original program's clocks (drained by that earlier sync) miss.
+  std::set<stream_id> left_in_flight;
   ClockWalker walker(p);
   while (!walker.done()) {
     const op_id i = walker.next();
     const Op& op = p.ops()[i];
+    if (is_implicitly_synchronizing(op.kind)) left_in_flight.clear();
+    if (op.kind == op_kind::stream_synchronize) left_in_flight.erase(*op.stream);
     // A final device sync holds nothing back: the program ends with it.
+    if (op.kind == op_kind::device_synchronize && i + 1 >= p.ops().size()) left_in_flight.clear();
     if (op.kind == op_kind::device_synchronize && i + 1 < p.ops().size()) {
       std::vector<stream_id> need;
       for (stream_id s = 0; s < p.streams().size(); ++s) {
@@ -184,10 +192,16 @@ void find_device_synchronize(TrapContext& context, std::vector<Finding>& finding
           need.push_back(s);
       }
       std::vector<stream_id> flying = in_flight_streams(p, walker);
-      const bool waits_for_more = std::any_of(flying.begin(), flying.end(), [&](stream_id s) {
-        return std::find(need.begin(), need.end(), s) == need.end();
-      });
-      if (waits_for_more) {
+      for (const stream_id s : left_in_flight) {
+        if (std::find(flying.begin(), flying.end(), s) == flying.end()) flying.push_back(s);
+      }
+      std::sort(flying.begin(), flying.end());
+      const auto unneeded = [&](stream_id s) { return std::find(need.begin(), need.end(), s) == need.end(); };
+      left_in_flight.clear();
+      if (std::any_of(flying.begin(), flying.end(), unneeded)) {
+        for (const stream_id s : flying) {
+          if (unneeded(s)) left_in_flight.insert(s);
+        }
         instances.push_back(i);
         needed[i] = std::move(need);
         in_flight[i] = std::move(flying);

@@ -407,7 +407,7 @@ const std::vector<OpForm>& op_forms() {
       {"d2d", op_kind::copy, copy_direction::d2d, copy_fields},
       {"copy", op_kind::copy, std::nullopt, {"dir", "stream", "bytes", "time", "memory", "sync"}},
       {"kernel", op_kind::kernel, std::nullopt, {"stream", "time", "share"}},
-      {"memset", op_kind::memset, std::nullopt, {"stream", "bytes", "time"}},
+      {"memset", op_kind::memset, std::nullopt, {"stream", "bytes", "time", "sync"}},
       {"host_func", op_kind::host_function, std::nullopt, {"stream", "time"}},
       {"record", op_kind::event_record, std::nullopt, {"event", "stream"}},
       {"wait", op_kind::stream_wait_event, std::nullopt, {"stream", "event"}},
@@ -447,13 +447,18 @@ field_list allowed_fields(const OpForm& form) {
   return allowed;
 }
 
+/// `sync: true` is the plain call (cudaMemcpy, cudaMemset) rather than the *Async one.
+call_mode read_call_mode(const Field& op_field) {
+  const std::optional<Field> sync = op_field.get("sync");
+  return sync && read_bool(*sync) ? call_mode::synchronous : call_mode::asynchronous;
+}
+
 /// Sync copies default to pageable memory (what plain cudaMemcpy is usually
 /// given), async ones to pinned (without it they would not be async).
 void read_copy_mode(const Field& op_field, const OpForm& form, Op& op) {
   op.direction = form.direction ? *form.direction
                                 : read_choice(op_field.require("dir", "one of: h2d, d2h, d2d"), kDirections);
-  const std::optional<Field> sync = op_field.get("sync");
-  op.mode = sync && read_bool(*sync) ? call_mode::synchronous : call_mode::asynchronous;
+  op.mode = read_call_mode(op_field);
   op.memory = op.mode == call_mode::synchronous ? host_memory::pageable : host_memory::pinned;
   if (auto memory = op_field.get("memory")) op.memory = read_choice(*memory, kMemories);
 }
@@ -474,6 +479,7 @@ void read_payload(const Field& op_field, const OpForm& form, Op& op) {
   if (auto bytes = op_field.get("bytes")) op.bytes = read_bytes(*bytes);
   if (auto share = op_field.get("share")) op.gpu_share = read_share(*share);
   if (op.kind == op_kind::copy) read_copy_mode(op_field, form, op);
+  if (op.kind == op_kind::memset) op.mode = read_call_mode(op_field);
   // Program::implicit_sync always sets a host cost; match it.
   if (is_implicitly_synchronizing(op.kind) && !op.duration) op.duration = 0.0;
   require_payload(op_field, op);
@@ -531,8 +537,15 @@ class AccessReader {
 };
 
 const field_list kStreamFields = {"name", "kind", "priority"};
-constexpr std::string_view kReservedStreamsExpected =
-    "another name: 'default' and 'per_thread' always mean the default streams";
+
+/// `default` and `per_thread` always mean the two default streams. They are
+/// made on first use, or declared with their own kind to give them a place
+/// among the streams or a priority (as overlap::io::to_spec does).
+std::optional<stream_kind> reserved_stream_kind(std::string_view name) {
+  if (name == "default") return stream_kind::legacy_default;
+  if (name == "per_thread") return stream_kind::per_thread_default;
+  return std::nullopt;
+}
 
 /// Builds a Program from the explicit form, resolving names as it goes.
 class ExplicitReader {
@@ -589,8 +602,11 @@ class ExplicitReader {
 
   void add_stream(const Field& name_field, const Field& kind_field, stream_kind kind, int priority) {
     const std::string name = read_string(name_field);
-    if (name == "default" || name == "per_thread") {
-      name_field.fail(fmt::format("{} is reserved", shown(name)), kReservedStreamsExpected);
+    const std::optional<stream_kind> reserved = reserved_stream_kind(name);
+    if (reserved && kind != *reserved) {
+      name_field.fail(fmt::format("{} is reserved", shown(name)),
+                      fmt::format("another name, or kind {}: {} always means a default stream",
+                                  to_string(*reserved), shown(name)));
     }
     if (program_.find_stream(name))
       name_field.fail(fmt::format("stream {} declared twice", shown(name)), "unique names");
@@ -644,8 +660,10 @@ class ExplicitReader {
     return *stream;
   }
 
-  /// The per-thread default stream: a declared one, or "per_thread" made on first use.
+  /// The per-thread default stream: one declared as `per_thread`, else the
+  /// first declared one, else "per_thread" made on first use.
   stream_id per_thread_stream() {
+    if (const std::optional<stream_id> named = program_.find_stream("per_thread")) return *named;
     for (std::size_t i = 0; i < program_.streams().size(); ++i) {
       if (program_.streams()[i].kind == stream_kind::per_thread_default) return static_cast<stream_id>(i);
     }

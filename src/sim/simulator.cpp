@@ -295,7 +295,9 @@ class Simulation {
     if (!done) return false;
     const HostWait finished = wait_;
     wait_ = HostWait{};
-    host_time_ = std::max(host_time_, now_);
+    // The host was blocked (a call whose work was already done never waits):
+    // it runs again a wake-up latency after the work finished.
+    host_time_ = std::max(host_time_, now_ + model_.host_wakeup_latency);
     host_span(finished.call, host_activity::blocked, finished.since, host_time_,
               call_name(program_.ops()[finished.call]));
     if (finished.what == HostWait::kind::drain) after_drain(finished.call);

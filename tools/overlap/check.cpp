@@ -26,6 +26,7 @@ touch with reads:/writes: in the spec (docs/spec-format.md).
 Traps (warnings, info): correct code that loses overlap, each with the time
 it costs = simulate(program) - simulate(program with the trap repaired):
   legacy-default-stream      cudaMemcpy/cudaMemset on the legacy default stream
+  synchronous-copy           cudaMemcpy with only non-blocking streams: the host waits
   pageable-async-copy        cudaMemcpyAsync from pageable memory
   implicit-synchronization   cudaMalloc/cudaFree/cudaMallocHost with work in flight
   device-synchronize         cudaDeviceSynchronize where stream syncs would do

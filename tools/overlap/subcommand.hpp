@@ -25,6 +25,8 @@ Subcommand add_simulate(CLI::App& parent, Streams io);
 Subcommand add_device(CLI::App& parent, Streams io);
 Subcommand add_bench(CLI::App& parent, Streams io);
 Subcommand add_check(CLI::App& parent, Streams io);
+Subcommand add_trace(CLI::App& parent, Streams io);
+Subcommand add_audit(CLI::App& parent, Streams io);
 
 /// Writes `text` to `path` all at once (through a temporary file renamed into
 /// place), or to io.out when path is empty or "-". Throws invalid_input.

@@ -35,6 +35,9 @@ namespace rules {
 inline constexpr std::string_view race = "race";
 /// (a) a copy or memset on the legacy default stream: a barrier for every blocking stream.
 inline constexpr std::string_view legacy_default_stream = "legacy-default-stream";
+/// (a') a synchronous copy (cudaMemcpy) in a program whose other streams are all
+/// non-blocking: no barrier, but the host waits for it.
+inline constexpr std::string_view synchronous_copy = "synchronous-copy";
 /// (b) cudaMemcpyAsync from pageable memory: the host waits for it.
 inline constexpr std::string_view pageable_async_copy = "pageable-async-copy";
 /// (c) allocation or free while work is in flight: drains the device.

@@ -60,6 +60,10 @@ struct DeviceModel {
   double kernel_launch_latency = 0.0;
   /// Fixed start-up cost added to every copy and memset.
   double copy_latency = 0.0;
+  /// Time from the work a blocking call waits for finishing to the host
+  /// returning from the call (a synchronous copy, a synchronize). Measured
+  /// by `overlap audit` from the trace it audits; 0 in the presets.
+  double host_wakeup_latency = 0.0;
 
   BandwidthCurve h2d_pinned;
   BandwidthCurve d2h_pinned;

@@ -1,0 +1,119 @@
+// overlap::trace::capture: a traced process as a Program and its measured Timeline.
+//
+// The host's API calls, in the order it made them, become the ops of a
+// Program: streams with their real kinds, copies with bytes, direction and
+// host memory kind, kernels with their measured durations, event records
+// and waits, synchronizations, allocations and frees (with the host time
+// they cost once the device drained), and the host's own time between calls
+// as host work. The device work CUPTI measured becomes a Timeline of the same
+// ops, so the checker, the simulator and every exporter apply to a real run,
+// and the simulation of the Program can be compared with what happened.
+//
+// Accesses come from pointers: a copy writes its destination and reads its
+// source. A kernel is assumed to read and write each allocation one of its
+// 8-byte parameters points into; where a copy or memset starts exactly at that
+// pointer, the access is narrowed to that copy's bytes (the chunk a pipeline
+// kernel works on). After each synchronizing call the host is assumed to read
+// what the device-to-host copies it waited for wrote (a trace cannot see host
+// loads). So races on kernels are "possible" at that granularity, while races
+// between copies are certain.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "overlap/core/device_model.hpp"
+#include "overlap/core/program.hpp"
+#include "overlap/core/timeline.hpp"
+#include "overlap/trace/trace_file.hpp"
+
+namespace overlap::trace {
+
+/// How to turn host time into ops.
+struct CaptureOptions {
+  /// Host time between calls shorter than this is carried to the next gap
+  /// rather than becoming an op of its own (milliseconds).
+  double min_host_work = 0.01;
+  /// A call outside the modelled families (cudaHostRegister, cudaGetDevice...)
+  /// at least this long becomes a host-work op of its own, labelled with the
+  /// API name, so a rule can point at it (milliseconds).
+  double min_call_op = 0.02;
+  /// Host time the device model charges for an asynchronous call (its
+  /// api_call_cost). What such a call took beyond it (a first launch loading
+  /// its module, a first copy setting up the context) becomes host work
+  /// before the op, so the simulated host keeps the measured pace.
+  double modeled_call_cost = 0.003;
+  /// Pageable copies take their time from the device model (so a repair
+  /// that pins them is timed at pinned speed); pinned copies, memsets and
+  /// kernels keep their measured times. True: every copy from the model.
+  bool copies_from_model = false;
+};
+
+/// Where an op came from.
+struct OpOrigin {
+  std::optional<std::size_t> call;  ///< index into RawTrace::calls; empty for synthesized ops
+  std::string api;                  ///< the API call, or what the op stands for ("host work")
+  std::string caller;               ///< the call's caller, when known
+  double call_start = 0.0;          ///< host time of the call, milliseconds from the trace start
+  double call_end = 0.0;
+  /// The op was synthesized: host time between calls, or the host reading
+  /// results after a synchronize.
+  bool synthesized = false;
+  /// Kernels: some pointer parameter was found in an allocation.
+  bool accesses_from_pointers = false;
+};
+
+/// An NVTX range in trace time (milliseconds from the trace start).
+struct CapturedRange {
+  std::string name;
+  double start = 0.0;
+  double end = 0.0;
+};
+
+/// What the trace measured about the device and host that a device model
+/// can be calibrated with (see calibrate()).
+struct Calibration {
+  /// Median time from the work a blocking call waited for finishing to the
+  /// host returning from it, ms, and how many calls it was taken from.
+  std::optional<double> host_wakeup_latency;
+  std::size_t wakeup_samples = 0;
+  /// Median rates of pageable copies of at least 64 KiB, GB/s.
+  std::optional<double> h2d_pageable_gbps;
+  std::optional<double> d2h_pageable_gbps;
+};
+
+/// A traced run as the toolkit's two values, plus where each op came from.
+struct Capture {
+  Program program;
+  Timeline timeline;             ///< measured; one span per stream op, in issue order
+  std::vector<OpOrigin> origin;  ///< per op of `program`
+  std::vector<CapturedRange> ranges;
+  std::string device;              ///< the GPU's name, when the trace has it
+  int sms = 0;                     ///< its multiprocessors, when known
+  std::size_t calls = 0;           ///< API calls in the trace
+  std::size_t failed_calls = 0;    ///< calls that returned an error (not turned into ops)
+  std::size_t unmatched_work = 0;  ///< device work no call accounts for
+  bool complete = false;           ///< the trace ended with its footer
+  std::string end_reason;
+  std::uint64_t dropped = 0;
+  std::vector<std::string> notes;  ///< what the conversion could not do, for the report
+  Calibration calibration;
+};
+
+/// `model` with what `run` measured put in: the host's wake-up latency after
+/// blocking calls (when at least 3 were seen) and flat pageable copy rates.
+/// `applied` receives a sentence per change, for the report.
+[[nodiscard]] DeviceModel calibrate(DeviceModel model, const Capture& run,
+                                    std::vector<std::string>* applied = nullptr);
+
+/// Converts a trace. Throws overlap::invalid_input when the trace holds no
+/// CUDA activity at all (no calls and no device work).
+[[nodiscard]] Capture capture(const RawTrace& trace, const CaptureOptions& options = {});
+
+/// "scale_kernel" from "_Z12scale_kernelPKfPfm" or "void scale_kernel<float>(...)":
+/// the demangled name without its parameter list, template arguments kept.
+[[nodiscard]] std::string short_kernel_name(const std::string& name);
+
+}  // namespace overlap::trace

@@ -1,0 +1,141 @@
+// overlap::trace trace files: what the injection library recorded, as values.
+//
+// libovl_inject.so (tools/inject) writes a JSON Lines file per traced
+// process (docs/trace-format.md); read_trace parses one back into a RawTrace:
+// the host's API calls with their arguments and host times, the device work
+// CUPTI measured, the streams, NVTX ranges, and whether the file is complete.
+// Nothing here needs CUDA, so recorded files are test fixtures.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <istream>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace overlap::trace {
+
+/// The family of an API call, which says which fields it carries.
+enum class call_class : std::uint8_t {
+  copy,
+  memset,
+  launch,
+  record,
+  wait,
+  stream_sync,
+  event_sync,
+  device_sync,
+  alloc,
+  free,
+  host_register,
+  host_unregister,
+  stream_create,
+  stream_destroy,
+  event_create,
+  other,
+};
+
+/// One runtime (or app-made driver) API call, at its exit. Times are CUPTI
+/// nanoseconds; unused fields stay at their defaults.
+struct Call {
+  std::uint64_t corr = 0;
+  std::string api;  ///< "cudaMemcpyAsync", "cuLaunchKernel"
+  bool driver = false;
+  std::uint64_t tid = 0;
+  std::uint64_t start = 0;
+  std::uint64_t end = 0;
+  int status = 0;      ///< the call's return code; 0 = success
+  std::string caller;  ///< first frame outside CUDA, may be empty
+  call_class cls = call_class::other;
+
+  std::optional<std::uint32_t> stream;  ///< CUPTI stream id
+  std::uint64_t dst = 0;                ///< copies, memsets
+  std::uint64_t src = 0;                ///< copies
+  std::uint64_t bytes = 0;              ///< copies, memsets, allocations, registrations
+  std::string copy_kind;                ///< "h2d", "d2h", "d2d", "h2h", "default"
+  bool async = false;                   ///< copies, memsets
+  std::string kernel;                   ///< launches: the (possibly mangled) name
+  std::uint64_t blocks = 0;             ///< launches: grid x*y*z
+  std::vector<std::uint64_t> ptrs;      ///< launches: values of 8-byte parameters
+  std::uint64_t event = 0;              ///< records, waits, event syncs and creation
+  std::uint64_t ptr = 0;                ///< allocations, frees, registrations
+  std::string memory;                   ///< allocations, frees: "device", "pinned", "managed", "async"
+
+  [[nodiscard]] double duration_ns() const noexcept { return static_cast<double>(end - start); }
+};
+
+/// What a device work record did.
+enum class work_kind : std::uint8_t { memcpy, memset, kernel, sync };
+
+/// A CUPTI activity record of device work (or of a synchronization).
+struct DeviceWork {
+  work_kind kind = work_kind::kernel;
+  std::uint64_t corr = 0;
+  std::uint64_t start = 0;
+  std::uint64_t end = 0;
+  std::optional<std::uint32_t> stream;
+  std::uint64_t bytes = 0;
+  std::string copy_kind;  ///< memcpy: "h2d", ...
+  std::string src_kind;   ///< memcpy: "pageable", "pinned", "device", ...
+  std::string dst_kind;
+  bool async = false;
+  std::string name;       ///< kernel name
+  std::string sync_type;  ///< sync: "stream", "event", "context", "stream_wait_event"
+};
+
+/// A stream the process used.
+struct StreamRecord {
+  std::uint32_t id = 0;
+  std::string kind = "blocking";  ///< blocking, non_blocking, legacy_default, per_thread_default
+  int priority = 0;
+};
+
+/// An NVTX range.
+struct Range {
+  std::string name;
+  std::uint64_t start = 0;
+  std::uint64_t end = 0;
+  std::uint64_t tid = 0;
+};
+
+/// A device the process used.
+struct DeviceRecord {
+  int index = 0;
+  std::string name;
+  int sms = 0;
+  int copy_engines = 0;
+};
+
+/// A parsed trace file.
+struct RawTrace {
+  int version = 0;
+  std::uint64_t pid = 0;
+  std::string exe;
+  std::vector<DeviceRecord> devices;
+  std::vector<StreamRecord> streams;  ///< in the order first seen
+  std::vector<Call> calls;            ///< in the order written (call exit)
+  std::vector<DeviceWork> work;
+  std::vector<Range> ranges;
+  std::map<std::uint64_t, std::uint64_t> aliases;  ///< activity corr -> call corr
+  std::vector<std::string> errors;                 ///< the library's own error records
+  bool complete = false;                           ///< a footer was read
+  std::string end_reason;                          ///< "exit", "signal 15", or empty
+  std::uint64_t dropped = 0;                       ///< records lost, as the footer counts them
+  std::size_t unknown_records = 0;                 ///< lines of a type this reader does not know
+};
+
+/// Parses a trace; `source` names it in errors ("trace.123.jsonl:17: ...").
+/// A last line cut short (the process was killed while writing) is ignored
+/// and leaves `complete` false; any other malformed line throws
+/// overlap::invalid_input naming the line and the field.
+[[nodiscard]] RawTrace read_trace(std::istream& in, std::string_view source);
+/// Reads the file at `path`.
+[[nodiscard]] RawTrace load_trace(const std::filesystem::path& path);
+
+/// Name of a call class as the file writes it ("stream_sync").
+[[nodiscard]] std::string_view to_string(call_class cls) noexcept;
+
+}  // namespace overlap::trace

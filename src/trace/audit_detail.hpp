@@ -1,0 +1,38 @@
+// The audit's parts: measured costs of check findings, idle gaps, verdict.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "overlap/check/findings.hpp"
+#include "overlap/core/device_model.hpp"
+#include "overlap/trace/audit.hpp"
+#include "overlap/trace/capture.hpp"
+
+namespace overlap::trace::detail {
+
+/// Findings list at most this many ops; the message gives the count.
+inline constexpr std::size_t max_listed_ops = 20;
+
+/// AuditOps of the first max_listed_ops of `ids`.
+[[nodiscard]] std::vector<AuditOp> audit_ops(const Capture& run, const std::vector<op_id>& ids);
+
+/// What the finding's pattern cost in the traced run, when a trace can tell.
+[[nodiscard]] std::optional<MeasuredCost> measured_cost(const Capture& run, const check::Finding& finding);
+
+/// Gaps of at least options.idle_gap_threshold during which no engine worked
+/// and the host was inside a CUDA call that issues no device work (an
+/// allocation, a registration, ...), as one finding; calls in `named`
+/// (already in another finding) are left to that finding.
+[[nodiscard]] std::optional<AuditFinding> find_idle_gaps(const Capture& run, const DeviceModel& model,
+                                                         const AuditOptions& options,
+                                                         const std::set<op_id>& named);
+
+/// What bounds the run and the floor it could reach.
+[[nodiscard]] Verdict judge(const Capture& run, const AuditReport& report);
+
+/// NVTX ranges enclosing each op's call, as "train (12), eval (3)"; empty if none.
+[[nodiscard]] std::string ranges_of(const Capture& run, const std::vector<op_id>& ops);
+
+}  // namespace overlap::trace::detail

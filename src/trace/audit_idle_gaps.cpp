@@ -1,0 +1,143 @@
+// Idle gaps: stretches of the run in which no engine of the device worked
+// while the host sat inside a CUDA call that issues no work (an allocation,
+// a registration, a long query). Only a measured run shows them: the
+// Program charges such calls as host time, the Timeline shows the device
+// waiting for them.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "audit_detail.hpp"
+#include "overlap/io/exporters.hpp"
+#include "overlap/sim/simulator.hpp"
+
+namespace overlap::trace::detail {
+
+namespace {
+
+struct Interval {
+  double start = 0.0;
+  double end = 0.0;
+};
+
+/// Stretches inside the device's active window in which no span ran.
+std::vector<Interval> device_idle(const Timeline& t) {
+  std::vector<Interval> busy;
+  for (const Span& s : t.spans) {
+    if (s.unit != engine::none && s.end > s.start) busy.push_back({s.start, s.end});
+  }
+  std::sort(busy.begin(), busy.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  std::vector<Interval> idle;
+  double covered = busy.empty() ? 0.0 : busy.front().end;
+  for (const Interval& b : busy) {
+    if (b.start > covered) idle.push_back({covered, b.start});
+    covered = std::max(covered, b.end);
+  }
+  return idle;
+}
+
+// Calls that issue no device work and do not wait for it: while one runs
+// with the device idle, the device waits for the host. Polls (the host asking
+// whether work is done) and the runtime loading modules on first use are
+// not the app's doing.
+bool issues_nothing(const Op& op, const OpOrigin& from) {
+  if (!from.call) return false;
+  if (op.kind != op_kind::host_work && !is_implicitly_synchronizing(op.kind)) return false;
+  const std::string& api = from.api;
+  const bool poll = api.ends_with("EventQuery") || api.ends_with("StreamQuery");
+  const bool loading = api.starts_with("cuLibrary") || api.starts_with("cuModule") ||
+                       api.starts_with("cuKernel") || api.starts_with("cudaGetFuncBySymbol");
+  return !poll && !loading;
+}
+
+Program without(const Program& p, const std::set<op_id>& dropped) {
+  Program q;
+  q.name = p.name;
+  q.time_unit = p.time_unit;
+  for (const Stream& s : p.streams()) {
+    if (s.kind == stream_kind::legacy_default) {
+      (void)q.legacy_default_stream();
+    } else {
+      (void)q.add_stream(s.name, s.kind, s.priority);
+    }
+  }
+  for (const std::string& e : p.events()) (void)q.add_event(e);
+  for (op_id i = 0; i < p.ops().size(); ++i) {
+    if (!dropped.contains(i)) (void)q.append(p.ops()[i]);
+  }
+  return q;
+}
+
+}  // namespace
+
+std::optional<AuditFinding> find_idle_gaps(const Capture& run, const DeviceModel& model,
+                                           const AuditOptions& options, const std::set<op_id>& named) {
+  const Program& p = run.program;
+  std::map<op_id, double> idle_in;  // per call: idle device time while it ran
+  double total_idle = 0.0;
+  for (const Interval& gap : device_idle(run.timeline)) {
+    if (gap.end - gap.start < options.idle_gap_threshold) continue;
+    // Every call that issues nothing and ran during the gap shares the blame
+    // (a cudaMallocHost and its cudaFreeHost, say): the repair drops them all.
+    std::map<op_id, double> culprits;
+    double covered = 0.0;
+    for (op_id i = 0; i < p.ops().size(); ++i) {
+      const OpOrigin& from = run.origin[i];
+      if (!issues_nothing(p.ops()[i], from) || named.contains(i)) continue;
+      const double overlap = std::min(gap.end, from.call_end) - std::max(gap.start, from.call_start);
+      if (overlap <= 0.0) continue;
+      culprits[i] = overlap;
+      covered += overlap;
+    }
+    if (covered < options.idle_gap_threshold) continue;
+    for (const auto& [op, overlap] : culprits) idle_in[op] += overlap;
+    total_idle += covered;
+  }
+  // A call that left the device idle once is set-up (a library's first use);
+  // the rule is about calls made again and again between pieces of work.
+  std::map<std::string, std::size_t> repeats;
+  for (const auto& [op, idle] : idle_in) ++repeats[run.origin[op].api];
+  for (auto it = idle_in.begin(); it != idle_in.end();) {
+    if (repeats[run.origin[it->first].api] < 2) {
+      total_idle -= it->second;
+      it = idle_in.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (idle_in.empty()) return std::nullopt;
+
+  std::vector<op_id> calls;
+  std::set<op_id> dropped;
+  std::map<std::string, std::size_t> apis;
+  for (const auto& [op, idle] : idle_in) {
+    calls.push_back(op);
+    dropped.insert(op);
+    ++apis[run.origin[op].api];
+  }
+  std::vector<std::string> api_counts;
+  api_counts.reserve(apis.size());
+  for (const auto& [api, n] : apis) api_counts.push_back(fmt::format("{} ({}x)", api, n));
+
+  AuditFinding f;
+  f.level = check::severity::warning;
+  f.rule = std::string(rules::idle_gap);
+  f.message = fmt::format(
+      "The device sat idle for {} ms, in gaps of at least {} ms, while the host was inside {}: calls that "
+      "issue no work, made again and again between pieces of work, leave the GPU waiting for the host.",
+      io::format_number(total_idle), io::format_number(options.idle_gap_threshold),
+      fmt::join(api_counts, ", "));
+  f.fix =
+      "Make these calls once, before the first work is issued (allocate and register buffers up front and "
+      "reuse them), or keep work queued on a stream while they run.";
+  f.ops = audit_ops(run, calls);
+  f.measured = MeasuredCost{total_idle, fmt::format("the device sat idle {} ms with these calls in flight",
+                                                    io::format_number(total_idle))};
+  const double before = sim::simulate(p, model).total();
+  const double after = sim::simulate(without(p, dropped), model).total();
+  f.predicted_saving = std::max(0.0, before - after);
+  return f;
+}
+
+}  // namespace overlap::trace::detail

@@ -1,0 +1,118 @@
+// The audit report for people (text) and for scripts (JSON, docs/audit.md).
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "overlap/io/exporters.hpp"
+#include "overlap/trace/audit.hpp"
+
+namespace overlap::trace {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+std::string ms_text(double ms) {
+  return io::format_number(ms) + " ms";
+}
+
+std::string command_line(const std::vector<std::string>& command) {
+  return fmt::format("{}", fmt::join(command, " "));
+}
+
+std::string tally(const AuditReport& r) {
+  const std::size_t errors = r.count(check::severity::error);
+  const std::size_t warnings = r.count(check::severity::warning);
+  const std::size_t infos = r.count(check::severity::info);
+  return fmt::format("{} error{}, {} warning{}, {} note{}", errors, errors == 1 ? "" : "s", warnings,
+                     warnings == 1 ? "" : "s", infos, infos == 1 ? "" : "s");
+}
+
+ordered_json op_json(const AuditOp& op) {
+  return {{"id", op.id},         {"kind", op.kind},     {"api", op.api},  {"label", op.label},
+          {"stream", op.stream}, {"caller", op.caller}, {"text", op.text}};
+}
+
+ordered_json finding_json(const AuditFinding& f) {
+  ordered_json ops = ordered_json::array();
+  for (const AuditOp& op : f.ops) ops.push_back(op_json(op));
+  ordered_json j = {{"rule", f.rule},
+                    {"severity", check::to_string(f.level)},
+                    {"certainty", f.certainty},
+                    {"message", f.message},
+                    {"fix", f.fix},
+                    {"ops", ops},
+                    {"streams", f.streams}};
+  j["measured"] = f.measured ? ordered_json{{"time_ms", f.measured->time}, {"text", f.measured->text}}
+                             : ordered_json(nullptr);
+  j["predicted_saving_ms"] = f.predicted_saving ? ordered_json(*f.predicted_saving) : ordered_json(nullptr);
+  return j;
+}
+
+}  // namespace
+
+std::string format_text(const AuditReport& r, check::severity fail_on) {
+  std::string out = fmt::format("overlap audit: {} (exit code {}): {} calls, {} ops on {} streams{}\n",
+                                command_line(r.command), r.exit_code, r.calls, r.ops, r.streams,
+                                r.gpu.empty() ? std::string() : fmt::format(", traced on {}", r.gpu));
+  for (const std::string& note : r.notes) out += fmt::format("note: {}\n", note);
+  for (const AuditFinding& f : r.findings) {
+    out += fmt::format("\n{} {}: {}", check::to_string(f.level), f.rule, f.message);
+    if (f.certainty != "certain") out += fmt::format(" [{}]", f.certainty);
+    out += '\n';
+    for (const AuditOp& op : f.ops) out += fmt::format("  at {}\n", op.text);
+    if (f.measured) out += fmt::format("  measured: {}\n", f.measured->text);
+    if (f.predicted_saving)
+      out += fmt::format("  predicted saving: {} on the {} model\n", ms_text(*f.predicted_saving),
+                         r.device_model);
+    if (!f.fix.empty()) out += fmt::format("  fix: {}\n", f.fix);
+  }
+  if (r.findings.empty()) out += "\nNo races or concurrency traps found.\n";
+  out += fmt::format("\nverdict: {}\n", r.verdict.text);
+  out += fmt::format("{} (failing on {} and above: {})\n", tally(r), check::to_string(fail_on),
+                     r.fails(fail_on) ? "fail" : "pass");
+  return out;
+}
+
+std::string format_json(const AuditReport& r, check::severity fail_on) {
+  ordered_json findings = ordered_json::array();
+  for (const AuditFinding& f : r.findings) findings.push_back(finding_json(f));
+  ordered_json engines = ordered_json::array();
+  for (const EngineUsage& e : r.metrics.engines)
+    engines.push_back(
+        {{"engine", to_string(e.unit)}, {"busy_ms", e.busy}, {"busy_fraction", e.busy_fraction}});
+  const ordered_json j = {
+      {"command", r.command},
+      {"exit_code", r.exit_code},
+      {"device_model", r.device_model},
+      {"gpu", r.gpu},
+      {"trace",
+       {{"complete", r.complete},
+        {"dropped", r.dropped},
+        {"calls", r.calls},
+        {"ops", r.ops},
+        {"streams", r.streams},
+        {"notes", r.notes}}},
+      {"findings", findings},
+      {"verdict",
+       {{"bound", r.verdict.bound},
+        {"total_ms", r.verdict.total},
+        {"active_ms", r.verdict.active},
+        {"floor_ms", r.verdict.floor},
+        {"text", r.verdict.text}}},
+      {"metrics",
+       {{"total_ms", r.metrics.total},
+        {"speedup", r.metrics.speedup},
+        {"engines", engines},
+        {"multi_engine_busy_fraction", r.metrics.multi_engine_busy_fraction}}},
+      {"summary",
+       {{"errors", r.count(check::severity::error)},
+        {"warnings", r.count(check::severity::warning)},
+        {"infos", r.count(check::severity::info)},
+        {"fail_on", check::to_string(fail_on)},
+        {"fails", r.fails(fail_on)}}},
+  };
+  return j.dump(2) + "\n";
+}
+
+}  // namespace overlap::trace

@@ -1,0 +1,593 @@
+// A RawTrace as a Program (the host's calls in issue order) and the measured
+// Timeline of the same ops. See capture.hpp for the assumptions.
+#include "overlap/trace/capture.hpp"
+
+#include <cxxabi.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <set>
+
+#include "allocations.hpp"
+#include "capture_timeline.hpp"
+#include "overlap/core/error.hpp"
+
+namespace overlap::trace {
+
+namespace {
+
+constexpr double ms_per_ns = 1e-6;
+
+/// Calls that succeeded, in host order (start time; ties in writing order).
+std::vector<std::size_t> host_order(const RawTrace& trace) {
+  std::vector<std::size_t> order;
+  order.reserve(trace.calls.size());
+  for (std::size_t i = 0; i < trace.calls.size(); ++i) {
+    if (trace.calls[i].status == 0) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return trace.calls[a].start < trace.calls[b].start; });
+  return order;
+}
+
+std::uint64_t trace_start(const RawTrace& trace) {
+  std::uint64_t t0 = UINT64_MAX;
+  for (const Call& c : trace.calls) t0 = std::min(t0, c.start);
+  for (const DeviceWork& w : trace.work) t0 = std::min(t0, w.start);
+  return t0;
+}
+
+stream_kind parse_stream_kind(const std::string& kind) {
+  if (kind == "non_blocking") return stream_kind::non_blocking;
+  if (kind == "legacy_default") return stream_kind::legacy_default;
+  if (kind == "per_thread_default") return stream_kind::per_thread_default;
+  return stream_kind::blocking;
+}
+
+std::optional<copy_direction> parse_direction(const std::string& kind) {
+  if (kind == "h2d") return copy_direction::h2d;
+  if (kind == "d2h") return copy_direction::d2h;
+  if (kind == "d2d") return copy_direction::d2d;
+  return std::nullopt;  // h2h, or a kind CUDA could not tell
+}
+
+bool is_host_memory_kind(const std::string& kind) {
+  return kind == "pageable" || kind == "pinned";
+}
+
+/// Builds the Program op by op while walking the calls in host order.
+class Converter {
+ public:
+  Converter(const RawTrace& trace, const CaptureOptions& options)
+      : trace_(trace), options_(options), t0_(trace_start(trace)) {
+    for (const StreamRecord& s : trace.streams) stream_kinds_.try_emplace(s.id, s);
+    for (std::size_t i = 0; i < trace.work.size(); ++i) {
+      const DeviceWork& w = trace.work[i];
+      if (w.kind == work_kind::sync) continue;
+      const auto alias = trace.aliases.find(w.corr);
+      work_by_call_[alias == trace.aliases.end() ? w.corr : alias->second].push_back(i);
+    }
+    if (!trace.devices.empty()) {
+      out_.device = trace.devices.front().name;
+      out_.sms = trace.devices.front().sms;
+    }
+  }
+
+  Capture run() {
+    out_.program.name = std::filesystem::path(trace_.exe).filename().string();
+    const std::vector<std::size_t> order = host_order(trace_);
+    index_copy_extents(order);
+    for (const std::size_t i : order) convert(i);
+    finish();
+    return std::move(out_);
+  }
+
+ private:
+  [[nodiscard]] double ms(std::uint64_t ns) const { return static_cast<double>(ns - t0_) * ms_per_ns; }
+
+  // Where copies and memsets start, and how far they go: a kernel handed that
+  // exact pointer is taken to work on those bytes (a pipeline's chunk).
+  void index_copy_extents(const std::vector<std::size_t>& order) {
+    for (const std::size_t i : order) {
+      const Call& c = trace_.calls[i];
+      if (c.cls == call_class::copy && c.bytes > 0) {
+        extent_.try_emplace(c.dst, c.bytes);
+        extent_.try_emplace(c.src, c.bytes);
+      } else if (c.cls == call_class::memset && c.bytes > 0) {
+        extent_.try_emplace(c.dst, c.bytes);
+      }
+    }
+  }
+
+  stream_id stream_of(std::optional<std::uint32_t> id) {
+    if (!id) return out_.program.legacy_default_stream();
+    if (const auto it = streams_.find(*id); it != streams_.end()) return it->second;
+    const auto record = stream_kinds_.find(*id);
+    const stream_kind kind =
+        record == stream_kinds_.end() ? stream_kind::blocking : parse_stream_kind(record->second.kind);
+    stream_id s = 0;
+    if (kind == stream_kind::legacy_default) {
+      s = out_.program.legacy_default_stream();
+    } else if (kind == stream_kind::per_thread_default) {
+      // One per host thread: the first is "per_thread", as specs name it.
+      const bool first = !out_.program.find_stream("per_thread");
+      s = out_.program.add_stream(first ? std::string("per_thread") : fmt::format("per_thread {}", *id),
+                                  kind);
+    } else {
+      s = out_.program.add_stream(fmt::format("stream {}", *id), kind,
+                                  record == stream_kinds_.end() ? 0 : record->second.priority);
+    }
+    streams_.emplace(*id, s);
+    return s;
+  }
+
+  // Sync copies run on a default stream, as cudaMemcpy does.
+  stream_id default_stream_of(std::optional<std::uint32_t> id) {
+    const stream_id s = stream_of(id);
+    const stream_kind kind = out_.program.streams()[s].kind;
+    if (kind == stream_kind::legacy_default || kind == stream_kind::per_thread_default) return s;
+    return out_.program.legacy_default_stream();
+  }
+
+  event_id event_of(std::uint64_t handle) {
+    if (const auto it = events_.find(handle); it != events_.end()) return it->second;
+    const event_id e = out_.program.add_event(fmt::format("event {}", events_.size() + 1));
+    events_.emplace(handle, e);
+    return e;
+  }
+
+  // Host time between the calls the Program models becomes host work.
+  void account_host_time(const Call& c) {
+    if (last_end_) carried_ += std::max(0.0, ms(c.start) - *last_end_);
+    last_end_ = std::max(last_end_.value_or(0.0), ms(c.end));
+  }
+
+  // An asynchronous call's time beyond what the model charges for it.
+  void charge_call_excess(const Call& c) {
+    carried_ += std::max(0.0, c.duration_ns() * ms_per_ns - options_.modeled_call_cost);
+  }
+
+  // The trace shows whether an allocation or free synchronized: one that
+  // returned while earlier work was still running did not.
+  [[nodiscard]] bool returned_with_work_in_flight(const Call& c) const {
+    return device_busy_until_ > ms(c.start) && ms(c.end) < device_busy_until_;
+  }
+
+  void flush_host_work(double at) {
+    if (carried_ < options_.min_host_work) return;
+    out_.program.host_work(carried_);
+    out_.program.last().label = "host work";
+    OpOrigin origin;
+    origin.api = "host work";
+    origin.synthesized = true;
+    origin.call_start = at - carried_;
+    origin.call_end = at;
+    push_origin(std::move(origin));
+    carried_ = 0.0;
+  }
+
+  void push_origin(OpOrigin origin) {
+    out_.origin.push_back(std::move(origin));
+    work_.emplace_back();
+  }
+
+  // Appends the origin of the op just built from call `index`.
+  void from_call(std::size_t index, bool claim_work = true) {
+    const Call& c = trace_.calls[index];
+    OpOrigin origin;
+    origin.call = index;
+    origin.api = c.api;
+    origin.caller = c.caller;
+    origin.call_start = ms(c.start);
+    origin.call_end = ms(c.end);
+    push_origin(std::move(origin));
+    if (!claim_work) return;
+    if (const auto it = work_by_call_.find(c.corr); it != work_by_call_.end()) {
+      work_.back() = it->second;
+      claimed_.insert(c.corr);
+      for (const std::size_t w : it->second) {
+        device_busy_until_ = std::max(device_busy_until_, ms(trace_.work[w].end));
+        if (const auto& stream = out_.program.ops().back().stream)
+          stream_busy_until_[*stream] = std::max(stream_busy_until_[*stream], ms(trace_.work[w].end));
+      }
+    }
+  }
+
+  [[nodiscard]] const std::vector<std::size_t>* work_of(const Call& c) const {
+    const auto it = work_by_call_.find(c.corr);
+    return it == work_by_call_.end() ? nullptr : &it->second;
+  }
+
+  // When the last device work of call `c` ended (ms), or 0 without any.
+  [[nodiscard]] double work_end(const Call& c) const {
+    const auto* work = work_of(c);
+    if (!work || work->empty()) return 0.0;
+    std::uint64_t end = 0;
+    for (const std::size_t w : *work) end = std::max(end, trace_.work[w].end);
+    return ms(end);
+  }
+
+  // A blocking call that waited for work ending at `awaited` returned this
+  // long after it: the host's wake-up latency.
+  void note_wakeup(const Call& c, double awaited) {
+    if (awaited > ms(c.start) && ms(c.end) >= awaited) wakeups_.push_back(ms(c.end) - awaited);
+  }
+
+  [[nodiscard]] double measured_duration(const Call& c) const {
+    const auto* work = work_of(c);
+    if (!work || work->empty()) return 0.0;
+    std::uint64_t start = UINT64_MAX;
+    std::uint64_t end = 0;
+    for (const std::size_t w : *work) {
+      start = std::min(start, trace_.work[w].start);
+      end = std::max(end, trace_.work[w].end);
+    }
+    return static_cast<double>(end - start) * ms_per_ns;
+  }
+
+  // Pageable when CUPTI says the host side was; otherwise what we know of the pointer.
+  [[nodiscard]] host_memory host_side(const Call& c, copy_direction direction) const {
+    if (const auto* work = work_of(c); work && !work->empty()) {
+      const DeviceWork& w = trace_.work[work->front()];
+      const std::string& kind = direction == copy_direction::h2d ? w.src_kind : w.dst_kind;
+      if (is_host_memory_kind(kind)) return kind == "pageable" ? host_memory::pageable : host_memory::pinned;
+    }
+    const std::uint64_t host = direction == copy_direction::h2d ? c.src : c.dst;
+    const auto region = allocations_.find(host);
+    return region && region->pinned ? host_memory::pinned : host_memory::pageable;
+  }
+
+  void convert(std::size_t index) {
+    const Call& c = trace_.calls[index];
+    account_host_time(c);
+    switch (c.cls) {
+      case call_class::copy: convert_copy(index); break;
+      case call_class::memset: convert_memset(index); break;
+      case call_class::launch: convert_launch(index); break;
+      case call_class::record:
+        charge_call_excess(c);
+        flush_host_work(ms(c.start));
+        out_.program.record(event_of(c.event), stream_of(c.stream));
+        record_stream_[c.event] = stream_of(c.stream);
+        from_call(index);
+        break;
+      case call_class::wait:
+        charge_call_excess(c);
+        flush_host_work(ms(c.start));
+        out_.program.wait(stream_of(c.stream), event_of(c.event));
+        from_call(index);
+        break;
+      case call_class::stream_sync: {
+        flush_host_work(ms(c.start));
+        const stream_id s = stream_of(c.stream);
+        out_.program.synchronize(s);
+        from_call(index);
+        note_wakeup(c, stream_busy_until_[s]);
+        host_reads_results({s});
+        break;
+      }
+      case call_class::event_sync: {
+        flush_host_work(ms(c.start));
+        out_.program.synchronize_event(event_of(c.event));
+        from_call(index);
+        if (const auto it = record_stream_.find(c.event); it != record_stream_.end())
+          host_reads_results({it->second});
+        break;
+      }
+      case call_class::device_sync:
+        flush_host_work(ms(c.start));
+        out_.program.synchronize_device();
+        from_call(index);
+        note_wakeup(c, device_busy_until_);
+        host_reads_results({});
+        break;
+      case call_class::alloc: convert_alloc(index); break;
+      case call_class::free: convert_free(index); break;
+      case call_class::host_register:
+        allocations_.add(c.ptr, c.bytes, "registered");
+        convert_other(index);
+        break;
+      case call_class::host_unregister:
+        allocations_.remove(c.ptr);
+        convert_other(index);
+        break;
+      default: convert_other(index); break;
+    }
+  }
+
+  void convert_copy(std::size_t index) {
+    const Call& c = trace_.calls[index];
+    const auto direction = parse_direction(c.copy_kind);
+    if (!direction) {  // a host-to-host copy is host work
+      convert_other(index);
+      return;
+    }
+    const host_memory memory =
+        *direction == copy_direction::d2d ? host_memory::pinned : host_side(c, *direction);
+    if (c.async && memory == host_memory::pinned)
+      charge_call_excess(c);  // others block: the model times them
+    flush_host_work(ms(c.start));
+    Op op;
+    op.kind = op_kind::copy;
+    op.direction = *direction;
+    op.bytes = c.bytes;
+    op.mode = c.async ? call_mode::asynchronous : call_mode::synchronous;
+    op.stream = c.async ? stream_of(c.stream) : default_stream_of(c.stream);
+    op.memory = memory;
+    const double measured = measured_duration(c);
+    if (!options_.copies_from_model && memory == host_memory::pinned && measured > 0.0)
+      op.duration = measured;
+    if (memory == host_memory::pageable && measured > 0.0 && c.bytes >= 64 * 1024) {
+      (*direction == copy_direction::h2d ? h2d_pageable_rates_ : d2h_pageable_rates_)
+          .push_back(static_cast<double>(c.bytes) / (measured * 1e6));
+    }
+    if (!c.async) note_wakeup(c, work_end(c));
+    op.accesses.push_back(allocations_.access(c.src, c.bytes, access_mode::read));
+    op.accesses.push_back(allocations_.access(c.dst, c.bytes, access_mode::write));
+    const bool to_host = *direction == copy_direction::d2h;
+    const Access written = op.accesses.back();
+    const stream_id stream = *op.stream;
+    out_.program.append(std::move(op));
+    from_call(index);
+    if (to_host && c.async)
+      pending_results_[stream].push_back(
+          Access{written.buffer, written.offset, written.size, access_mode::read});
+  }
+
+  void convert_memset(std::size_t index) {
+    const Call& c = trace_.calls[index];
+    if (c.async) charge_call_excess(c);
+    flush_host_work(ms(c.start));
+    Op op;
+    op.kind = op_kind::memset;
+    op.bytes = c.bytes;
+    op.stream = c.async ? stream_of(c.stream) : default_stream_of(c.stream);
+    op.accesses.push_back(allocations_.access(c.dst, c.bytes, access_mode::write));
+    out_.program.append(std::move(op));
+    from_call(index);
+  }
+
+  void convert_launch(std::size_t index) {
+    const Call& c = trace_.calls[index];
+    charge_call_excess(c);
+    flush_host_work(ms(c.start));
+    Op op;
+    op.kind = op_kind::kernel;
+    op.stream = stream_of(c.stream);
+    op.duration = measured_duration(c);
+    if (out_.sms > 0 && c.blocks > 0)
+      op.gpu_share = std::min(1.0, static_cast<double>(c.blocks) / static_cast<double>(out_.sms));
+    std::string name = c.kernel;
+    if (const auto* work = work_of(c); work && !work->empty() && !trace_.work[work->front()].name.empty())
+      name = trace_.work[work->front()].name;
+    op.label = name.empty() ? "kernel" : short_kernel_name(name);
+    bool from_pointers = false;
+    std::map<std::string, Access> touched;  // one access per buffer, widened as needed
+    for (const std::uint64_t p : c.ptrs) {
+      const auto region = allocations_.find(p);
+      if (!region) continue;
+      from_pointers = true;
+      Access a{region->buffer, 0, std::nullopt, access_mode::write};
+      if (const auto extent = extent_.find(p); extent != extent_.end()) {
+        a.offset = region->offset;
+        a.size = extent->second;
+      }
+      auto [it, inserted] = touched.try_emplace(region->buffer, a);
+      if (!inserted && (it->second.offset != a.offset || it->second.size != a.size))
+        it->second = {region->buffer, 0, std::nullopt, access_mode::write};
+    }
+    for (const auto& [buffer, a] : touched) {
+      op.accesses.push_back(Access{a.buffer, a.offset, a.size, access_mode::read});
+      op.accesses.push_back(a);
+    }
+    out_.program.append(std::move(op));
+    from_call(index);
+    out_.origin.back().accesses_from_pointers = from_pointers;
+  }
+
+  // Allocation and free drain the device; what the call costs beyond the
+  // drain is its host cost (the simulator drains first, then charges it).
+  [[nodiscard]] double host_cost_after_drain(const Call& c) const {
+    const double start = ms(c.start);
+    const double end = ms(c.end);
+    return std::max(0.0, end - std::clamp(device_busy_until_, start, end));
+  }
+
+  void convert_alloc(std::size_t index) {
+    const Call& c = trace_.calls[index];
+    allocations_.add(c.ptr, c.bytes, c.memory);
+    // Stream-ordered allocation never synchronizes; others did not here if
+    // they returned while work was running (cudaMalloc usually does not).
+    if (c.memory == "async" || returned_with_work_in_flight(c)) {
+      convert_other(index);
+      return;
+    }
+    flush_host_work(ms(c.start));
+    const op_kind kind = c.memory == "pinned" ? op_kind::host_allocate : op_kind::device_allocate;
+    out_.program.implicit_sync(kind, host_cost_after_drain(c));
+    out_.program.last().label = c.api;
+    from_call(index);
+  }
+
+  void convert_free(std::size_t index) {
+    const Call& c = trace_.calls[index];
+    allocations_.remove(c.ptr);
+    if (c.memory == "async" || returned_with_work_in_flight(c)) {
+      convert_other(index);
+      return;
+    }
+    flush_host_work(ms(c.start));
+    const op_kind kind = c.memory == "pinned" ? op_kind::host_free : op_kind::device_free;
+    out_.program.implicit_sync(kind, host_cost_after_drain(c));
+    out_.program.last().label = c.api;
+    from_call(index);
+  }
+
+  // Calls the Program does not model: a long one becomes host work of its
+  // own (named after the call), a short one joins the host time around it.
+  void convert_other(std::size_t index) {
+    const Call& c = trace_.calls[index];
+    const double duration = c.duration_ns() * ms_per_ns;
+    if (duration < options_.min_call_op) {
+      carried_ += duration;
+      return;
+    }
+    flush_host_work(ms(c.start));
+    out_.program.host_work(duration);
+    out_.program.last().label = c.api;
+    from_call(index, /*claim_work=*/false);
+  }
+
+  // The host reads what the copies to host memory it waited for wrote.
+  void host_reads_results(const std::vector<stream_id>& streams) {
+    std::vector<Access> reads;
+    for (auto& [stream, pending] : pending_results_) {
+      if (!streams.empty() && std::find(streams.begin(), streams.end(), stream) == streams.end()) continue;
+      reads.insert(reads.end(), pending.begin(), pending.end());
+      pending.clear();
+    }
+    if (reads.empty()) return;
+    out_.program.host_work(0.0);
+    out_.program.last().label = "host reads results";
+    out_.program.last().accesses = std::move(reads);
+    OpOrigin origin;
+    origin.api = "host reads results";
+    origin.synthesized = true;
+    origin.call_start = origin.call_end = last_end_.value_or(0.0);
+    push_origin(std::move(origin));
+  }
+
+  void finish() {
+    out_.calls = trace_.calls.size();
+    out_.failed_calls = static_cast<std::size_t>(
+        std::count_if(trace_.calls.begin(), trace_.calls.end(), [](const Call& c) { return c.status != 0; }));
+    for (const auto& [corr, work] : work_by_call_) {
+      if (!claimed_.contains(corr)) out_.unmatched_work += work.size();
+    }
+    for (const Range& r : trace_.ranges) out_.ranges.push_back({r.name, ms(r.start), ms(r.end)});
+    out_.complete = trace_.complete;
+    out_.end_reason = trace_.end_reason;
+    out_.dropped = trace_.dropped;
+    out_.calibration = calibration();
+    out_.timeline = detail::measured_timeline(out_.program, trace_, work_, out_.origin, t0_);
+    out_.timeline.device = out_.device;
+    add_notes();
+  }
+
+  static std::optional<double> median(std::vector<double> values) {
+    if (values.empty()) return std::nullopt;
+    const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+    std::nth_element(values.begin(), middle, values.end());
+    return *middle;
+  }
+
+  [[nodiscard]] Calibration calibration() const {
+    Calibration c;
+    c.wakeup_samples = wakeups_.size();
+    c.host_wakeup_latency = median(wakeups_);
+    c.h2d_pageable_gbps = median(h2d_pageable_rates_);
+    c.d2h_pageable_gbps = median(d2h_pageable_rates_);
+    return c;
+  }
+
+  void add_notes() {
+    if (!trace_.complete)
+      out_.notes.emplace_back(
+          "the trace has no footer: the process ended before the tracer could finish "
+          "(killed, or crashed); what was recorded up to then is shown");
+    if (trace_.dropped > 0)
+      out_.notes.push_back(fmt::format("{} records were dropped by CUPTI", trace_.dropped));
+    if (out_.failed_calls > 0)
+      out_.notes.push_back(
+          fmt::format("{} API calls returned an error and are not in the program", out_.failed_calls));
+    if (out_.unmatched_work > 0)
+      out_.notes.push_back(fmt::format("{} device activities matched no traced call", out_.unmatched_work));
+    for (const std::string& e : trace_.errors) out_.notes.push_back("tracer: " + e);
+    std::map<std::uint64_t, int> threads;
+    for (const Call& c : trace_.calls) ++threads[c.tid];
+    if (threads.size() > 1)
+      out_.notes.push_back(fmt::format(
+          "calls came from {} host threads; they are treated as one thread in time order", threads.size()));
+  }
+
+  const RawTrace& trace_;
+  const CaptureOptions& options_;
+  std::uint64_t t0_;
+  Capture out_;
+  std::map<std::uint32_t, StreamRecord> stream_kinds_;
+  std::map<std::uint32_t, stream_id> streams_;
+  std::map<std::uint64_t, event_id> events_;
+  std::map<std::uint64_t, stream_id> record_stream_;
+  std::map<std::uint64_t, std::vector<std::size_t>> work_by_call_;
+  std::set<std::uint64_t> claimed_;
+  std::map<std::uint64_t, std::uint64_t> extent_;
+  std::map<stream_id, std::vector<Access>> pending_results_;
+  detail::Allocations allocations_;
+  std::vector<std::vector<std::size_t>> work_;  // per op: its device work records
+  std::map<stream_id, double> stream_busy_until_;
+  std::vector<double> wakeups_;
+  std::vector<double> h2d_pageable_rates_;
+  std::vector<double> d2h_pageable_rates_;
+  std::optional<double> last_end_;
+  double carried_ = 0.0;
+  double device_busy_until_ = 0.0;
+};
+
+}  // namespace
+
+DeviceModel calibrate(DeviceModel model, const Capture& run, std::vector<std::string>* applied) {
+  const Calibration& c = run.calibration;
+  const auto say = [applied](std::string text) {
+    if (applied) applied->push_back(std::move(text));
+  };
+  if (c.host_wakeup_latency && c.wakeup_samples >= 3) {
+    model.host_wakeup_latency = *c.host_wakeup_latency;
+    say(fmt::format("blocking calls returned {:.1f} us after the work they waited for (median of {})",
+                    *c.host_wakeup_latency * 1000.0, c.wakeup_samples));
+  }
+  if (c.h2d_pageable_gbps) {
+    model.h2d_pageable = BandwidthCurve{{{1, *c.h2d_pageable_gbps}}};
+    say(fmt::format("pageable host-to-device copies ran at {:.1f} GB/s", *c.h2d_pageable_gbps));
+  }
+  if (c.d2h_pageable_gbps) {
+    model.d2h_pageable = BandwidthCurve{{{1, *c.d2h_pageable_gbps}}};
+    say(fmt::format("pageable device-to-host copies ran at {:.1f} GB/s", *c.d2h_pageable_gbps));
+  }
+  return model;
+}
+
+std::string short_kernel_name(const std::string& name) {
+  std::string text = name;
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> demangled(
+      abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), &std::free);
+  if (status == 0 && demangled) text = demangled.get();
+  // Cut the parameter list, then a return type before the name (templates).
+  int depth = 0;
+  std::size_t cut = text.size();
+  std::size_t name_start = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == '<') ++depth;
+    if (ch == '>') --depth;
+    if (depth == 0 && ch == '(') {
+      cut = i;
+      break;
+    }
+    if (depth == 0 && ch == ' ') name_start = i + 1;
+  }
+  return text.substr(name_start, cut - name_start);
+}
+
+Capture capture(const RawTrace& trace, const CaptureOptions& options) {
+  if (trace.calls.empty() && trace.work.empty())
+    throw invalid_input("no CUDA activity: the traced process made no CUDA call that reached the tracer");
+  return Converter(trace, options).run();
+}
+
+}  // namespace overlap::trace

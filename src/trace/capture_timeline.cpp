@@ -1,0 +1,95 @@
+#include "capture_timeline.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+namespace overlap::trace::detail {
+
+namespace {
+
+engine engine_of(const Op& op) {
+  switch (op.kind) {
+    case op_kind::copy:
+      switch (op.direction) {
+        case copy_direction::h2d: return engine::h2d_copy;
+        case copy_direction::d2h: return engine::d2h_copy;
+        case copy_direction::d2d: return engine::d2d_copy;
+      }
+      return engine::copy;
+    case op_kind::kernel:
+    case op_kind::memset: return engine::compute;
+    case op_kind::host_function: return engine::host_callback;
+    default: return engine::none;
+  }
+}
+
+// Calls that hold the host until device work is done.
+bool blocks_host(const Op& op) {
+  switch (op.kind) {
+    case op_kind::stream_synchronize:
+    case op_kind::event_synchronize:
+    case op_kind::device_synchronize: return true;
+    case op_kind::copy: return op.mode == call_mode::synchronous || op.memory == host_memory::pageable;
+    default: return is_implicitly_synchronizing(op.kind);
+  }
+}
+
+}  // namespace
+
+Timeline measured_timeline(const Program& program, const RawTrace& trace,
+                           const std::vector<std::vector<std::size_t>>& work,
+                           const std::vector<OpOrigin>& origin, std::uint64_t t0) {
+  const auto ms = [t0](std::uint64_t ns) { return static_cast<double>(ns - t0) * 1e-6; };
+  Timeline t;
+  t.program_name = program.name;
+  t.device = trace.devices.empty() ? std::string("GPU") : trace.devices.front().name;
+  t.time_unit = program.time_unit;
+  t.streams = program.streams();
+  std::map<stream_id, double> stream_end;  // where ordering-only ops are drawn
+  double sequential = 0.0;
+  for (op_id i = 0; i < program.ops().size(); ++i) {
+    const Op& op = program.ops()[i];
+    const OpOrigin& from = origin[i];
+    if (op.kind == op_kind::host_work) {
+      if (op.duration.value_or(0.0) > 0.0)
+        t.host_spans.push_back({i, host_activity::work, op.label, from.call_start, from.call_end});
+      sequential += op.duration.value_or(0.0);
+      continue;
+    }
+    if (from.call) {
+      t.host_spans.push_back({i, blocks_host(op) ? host_activity::blocked : host_activity::api_call, from.api,
+                              from.call_start, from.call_end});
+    }
+    if (!is_stream_op(op.kind)) continue;
+    Span s;
+    s.op = i;
+    s.kind = op.kind;
+    if (op.kind == op_kind::copy) s.direction = op.direction;
+    s.label = op.label;
+    s.item = op.item;
+    s.chunk = op.chunk;
+    s.stream = *op.stream;
+    s.unit = engine_of(op);
+    s.bytes = op.bytes;
+    if (work[i].empty()) {
+      // Records and waits leave no activity: draw them where their stream is.
+      s.start = s.end = std::max(from.call_end, stream_end[s.stream]);
+    } else {
+      s.start = ms(trace.work[work[i].front()].start);
+      s.end = s.start;
+      for (const std::size_t w : work[i]) {
+        s.start = std::min(s.start, ms(trace.work[w].start));
+        s.end = std::max(s.end, ms(trace.work[w].end));
+      }
+    }
+    s.solo_duration = s.end - s.start;
+    sequential += s.solo_duration;
+    stream_end[s.stream] = std::max(stream_end[s.stream], s.end);
+    t.spans.push_back(std::move(s));
+  }
+  t.sequential_time = sequential;
+  return t;
+}
+
+}  // namespace overlap::trace::detail

@@ -1,0 +1,22 @@
+// The measured Timeline of a captured Program: device spans from CUPTI's
+// activity records, host spans from the calls' own times.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "overlap/core/program.hpp"
+#include "overlap/core/timeline.hpp"
+#include "overlap/trace/capture.hpp"
+#include "overlap/trace/trace_file.hpp"
+
+namespace overlap::trace::detail {
+
+/// One span per stream op of `program` (in issue order) from the device work
+/// records `work[op]` (indices into trace.work), host spans from `origin`.
+/// Times are milliseconds from `t0` (nanoseconds, the trace's clock).
+[[nodiscard]] Timeline measured_timeline(const Program& program, const RawTrace& trace,
+                                         const std::vector<std::vector<std::size_t>>& work,
+                                         const std::vector<OpOrigin>& origin, std::uint64_t t0);
+
+}  // namespace overlap::trace::detail

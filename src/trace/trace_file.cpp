@@ -1,0 +1,211 @@
+// Reading trace files (docs/trace-format.md) line by line into a RawTrace.
+#include "overlap/trace/trace_file.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "overlap/core/error.hpp"
+
+namespace overlap::trace {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::pair<call_class, std::string_view>, 16> class_names{{
+    {call_class::copy, "copy"},
+    {call_class::memset, "memset"},
+    {call_class::launch, "launch"},
+    {call_class::record, "record"},
+    {call_class::wait, "wait"},
+    {call_class::stream_sync, "stream_sync"},
+    {call_class::event_sync, "event_sync"},
+    {call_class::device_sync, "device_sync"},
+    {call_class::alloc, "alloc"},
+    {call_class::free, "free"},
+    {call_class::host_register, "register"},
+    {call_class::host_unregister, "unregister"},
+    {call_class::stream_create, "stream_create"},
+    {call_class::stream_destroy, "stream_destroy"},
+    {call_class::event_create, "event_create"},
+    {call_class::other, "other"},
+}};
+
+call_class parse_class(std::string_view name) {
+  for (const auto& [cls, text] : class_names) {
+    if (text == name) return cls;
+  }
+  return call_class::other;  // a newer library's class: keep the call, ignore its fields
+}
+
+/// One line's object with typed, named access; errors name the line and field.
+class Record {
+ public:
+  Record(const json& object, std::string_view source, std::size_t line)
+      : object_(object), source_(source), line_(line) {}
+
+  [[nodiscard]] bool has(const char* field) const { return object_.contains(field); }
+
+  template <typename T>
+  T get(const char* field, T fallback = T{}) const {
+    const auto it = object_.find(field);
+    if (it == object_.end() || it->is_null()) return fallback;
+    try {
+      return it->get<T>();
+    } catch (const json::exception&) {
+      fail(field, fmt::format("has the wrong type ({})", it->type_name()));
+    }
+  }
+
+  template <typename T>
+  T require(const char* field) const {
+    if (!has(field)) fail(field, "is missing");
+    return get<T>(field);
+  }
+
+  std::optional<std::uint32_t> stream() const {
+    if (!has("stream") || object_.at("stream").is_null()) return std::nullopt;
+    return get<std::uint32_t>("stream");
+  }
+
+  [[noreturn]] void fail(const char* field, std::string_view problem) const {
+    throw invalid_input(fmt::format("{}:{}: {}: {}", source_, line_, field, problem));
+  }
+
+ private:
+  const json& object_;
+  std::string_view source_;
+  std::size_t line_;
+};
+
+Call read_call(const Record& r) {
+  Call c;
+  c.corr = r.get<std::uint64_t>("corr");
+  c.api = r.require<std::string>("api");
+  c.driver = r.get<std::string>("layer") == "drv";
+  c.tid = r.get<std::uint64_t>("tid");
+  c.start = r.require<std::uint64_t>("start");
+  c.end = r.require<std::uint64_t>("end");
+  if (c.end < c.start) r.fail("end", "is before start");
+  c.status = r.get<int>("status");
+  c.caller = r.get<std::string>("caller");
+  c.cls = parse_class(r.get<std::string>("cls", "other"));
+  c.stream = r.stream();
+  c.dst = r.get<std::uint64_t>("dst");
+  c.src = r.get<std::uint64_t>("src");
+  c.bytes = r.get<std::uint64_t>("bytes");
+  c.copy_kind = r.get<std::string>("kind");
+  c.async = r.get<bool>("async");
+  c.kernel = r.get<std::string>("kernel");
+  const auto grid = r.get<std::vector<std::uint64_t>>("grid");
+  if (!grid.empty()) {
+    c.blocks = 1;
+    for (const std::uint64_t g : grid) c.blocks *= g;
+  }
+  c.ptrs = r.get<std::vector<std::uint64_t>>("ptrs");
+  c.event = r.get<std::uint64_t>("event");
+  c.ptr = r.get<std::uint64_t>("ptr");
+  c.memory = r.get<std::string>("memory");
+  return c;
+}
+
+DeviceWork read_work(const Record& r, work_kind kind) {
+  DeviceWork w;
+  w.kind = kind;
+  w.corr = r.get<std::uint64_t>("corr");
+  w.start = r.require<std::uint64_t>("start");
+  w.end = r.require<std::uint64_t>("end");
+  if (w.end < w.start) r.fail("end", "is before start");
+  w.stream = r.stream();
+  w.bytes = r.get<std::uint64_t>("bytes");
+  w.copy_kind = r.get<std::string>("kind");
+  w.src_kind = r.get<std::string>("src");
+  w.dst_kind = r.get<std::string>("dst");
+  w.async = r.get<bool>("async");
+  w.name = r.get<std::string>("name");
+  w.sync_type = r.get<std::string>("type");
+  return w;
+}
+
+void read_record(const Record& r, const std::string& type, RawTrace& trace) {
+  if (type == "call") {
+    trace.calls.push_back(read_call(r));
+  } else if (type == "memcpy") {
+    trace.work.push_back(read_work(r, work_kind::memcpy));
+  } else if (type == "memset") {
+    trace.work.push_back(read_work(r, work_kind::memset));
+  } else if (type == "kernel") {
+    trace.work.push_back(read_work(r, work_kind::kernel));
+  } else if (type == "sync") {
+    trace.work.push_back(read_work(r, work_kind::sync));
+  } else if (type == "stream") {
+    trace.streams.push_back(
+        {r.require<std::uint32_t>("stream"), r.get<std::string>("kind", "blocking"), r.get<int>("priority")});
+  } else if (type == "alias") {
+    trace.aliases[r.require<std::uint64_t>("corr")] = r.require<std::uint64_t>("of");
+  } else if (type == "range") {
+    trace.ranges.push_back({r.get<std::string>("name"), r.require<std::uint64_t>("start"),
+                            r.require<std::uint64_t>("end"), r.get<std::uint64_t>("tid")});
+  } else if (type == "device") {
+    trace.devices.push_back(
+        {r.get<int>("device"), r.get<std::string>("name"), r.get<int>("sms"), r.get<int>("copy_engines")});
+  } else if (type == "header") {
+    trace.version = r.require<int>("version");
+    if (trace.version != 1) r.fail("version", fmt::format("{} is not supported (expected 1)", trace.version));
+    trace.pid = r.get<std::uint64_t>("pid");
+    trace.exe = r.get<std::string>("exe");
+  } else if (type == "error") {
+    trace.errors.push_back(r.get<std::string>("message"));
+  } else if (type == "footer") {
+    trace.complete = true;
+    trace.dropped = r.get<std::uint64_t>("dropped");
+    trace.end_reason = r.get<std::string>("reason");
+  } else {
+    ++trace.unknown_records;
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(call_class cls) noexcept {
+  for (const auto& [c, text] : class_names) {
+    if (c == cls) return text;
+  }
+  return "other";
+}
+
+RawTrace read_trace(std::istream& in, std::string_view source) {
+  RawTrace trace;
+  std::string line;
+  std::size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty()) continue;
+    const bool last = in.peek() == std::char_traits<char>::eof();
+    json object = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (object.is_discarded() || !object.is_object()) {
+      // A process killed mid-write leaves its last line cut short.
+      if (last) break;
+      throw invalid_input(
+          fmt::format("{}:{}: not a JSON object (expected one record per line)", source, number));
+    }
+    const Record record(object, source, number);
+    if (number == 1 && record.get<std::string>("t") != "header")
+      record.fail("t", "the first record is not a header (expected a trace file written by libovl_inject)");
+    read_record(record, record.require<std::string>("t"), trace);
+  }
+  if (number == 0) throw invalid_input(fmt::format("{}: empty trace file", source));
+  return trace;
+}
+
+RawTrace load_trace(const std::filesystem::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw invalid_input(fmt::format("cannot read trace file '{}'", path.string()));
+  return read_trace(file, path.filename().string());
+}
+
+}  // namespace overlap::trace

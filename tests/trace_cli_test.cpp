@@ -1,0 +1,164 @@
+// `overlap trace` and `overlap audit`, run in-process: reading recorded
+// traces back (--from), and starting apps that make no CUDA call, exit with
+// a code, or do not exist (no GPU needed for any of these).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "overlap/io/spec.hpp"
+#include "trace_builder.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using overlap::test::TraceBuilder;
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Result run(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const int code = overlap::cli::run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+class TraceCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("overlap-trace-cli-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // Two kernels on two streams touching one allocation, with no event.
+  std::string racy_trace() const {
+    TraceBuilder t;
+    t.stream(13, "non_blocking").stream(14, "non_blocking");
+    t.call("cudaMalloc", "alloc", 0, 10, {{"ptr", 4096}, {"bytes", 4096}, {"memory", "device"}});
+    t.call("cudaLaunchKernel", "launch", 20, 25,
+           {{"stream", 13}, {"kernel", "_Z7kernel1Pf"}, {"ptrs", {4096}}});
+    t.work("kernel", 30, 530, {{"stream", 13}});
+    t.call("cudaLaunchKernel", "launch", 30, 35,
+           {{"stream", 14}, {"kernel", "_Z7kernel2Pf"}, {"ptrs", {4096}}});
+    t.work("kernel", 40, 540, {{"stream", 14}});
+    t.call("cudaDeviceSynchronize", "device_sync", 40, 600);
+    const std::string file = path("racy.jsonl");
+    std::ofstream(file) << t.footer().text();
+    return file;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(TraceCli, AuditFromARecordedTraceFindsTheRace) {
+  const Result r = run({"audit", "--from", racy_trace()});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_TRUE(contains(r.out, "error race: ops[2] kernel 'kernel1' on stream 13")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[possible]")) << r.out;
+  EXPECT_TRUE(contains(r.out, "verdict: ")) << r.out;
+  const Result j = run({"audit", "--from", racy_trace(), "--json", "--fail-on", "error"});
+  EXPECT_EQ(j.code, 1);
+  const json report = json::parse(j.out);
+  EXPECT_EQ(report.at("findings").at(0).at("rule"), "race");
+  EXPECT_EQ(report.at("findings").at(0).at("ops").at(1).at("label"), "kernel2");
+}
+
+TEST_F(TraceCli, TraceFromARecordedTraceWritesEveryFormatAndTheProgram) {
+  const std::string trace = racy_trace();
+  const Result r =
+      run({"trace", "--from", trace, "--format", "json", "-o", path("t.json"), "--program", path("p.yaml")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json timeline = json::parse(std::ifstream(path("t.json")));
+  EXPECT_EQ(timeline.at("spans").size(), 2U);
+  EXPECT_EQ(timeline.at("device"), "Test GPU");
+  // The captured program reads back as a spec, with its accesses: check finds the race there too.
+  const overlap::io::Spec spec = overlap::io::load_spec(path("p.yaml"));
+  EXPECT_EQ(spec.program.ops().size(), 6U);  // with two stretches of host work
+  const Result check = run({"check", path("p.yaml")});
+  EXPECT_EQ(check.code, 1);
+  EXPECT_TRUE(contains(check.out, "race")) << check.out;
+  for (const char* format : {"summary", "ascii", "mermaid", "chrome"}) {
+    const Result f = run({"trace", "--from", trace, "--format", format});
+    EXPECT_EQ(f.code, 0) << format << ": " << f.err;
+    EXPECT_FALSE(f.out.empty()) << format;
+  }
+}
+
+TEST_F(TraceCli, BadInputIsExitTwoWithOneLine) {
+  const Result no_app = run({"trace"});
+  EXPECT_EQ(no_app.code, 2);
+  EXPECT_TRUE(contains(no_app.err, "no app given")) << no_app.err;
+  const Result format = run({"trace", "--format", "pdf", "--", "true"});
+  EXPECT_EQ(format.code, 2);
+  EXPECT_TRUE(contains(format.err, "--format: unknown format 'pdf'")) << format.err;
+  const Result fail_on = run({"audit", "--fail-on", "never", "--", "true"});
+  EXPECT_EQ(fail_on.code, 2);
+  const Result device = run({"audit", "--device", "no-such-gpu", "--", "true"});
+  EXPECT_EQ(device.code, 2);
+  std::ofstream(path("garbage.jsonl")) << "this is not a trace\n{}\n";
+  const Result garbage = run({"audit", "--from", path("garbage.jsonl")});
+  EXPECT_EQ(garbage.code, 2);
+  EXPECT_TRUE(contains(garbage.err, "garbage.jsonl:1:")) << garbage.err;
+  EXPECT_EQ(garbage.err.find('\n'), garbage.err.size() - 1) << garbage.err;
+}
+
+#ifdef OVERLAP_INJECT_LIBRARY
+class TraceCliApps : public TraceCli {
+ protected:
+  void SetUp() override {
+    TraceCli::SetUp();
+    ::setenv("OVERLAP_INJECT_LIB", OVERLAP_INJECT_LIBRARY, 1);
+  }
+  void TearDown() override {
+    ::unsetenv("OVERLAP_INJECT_LIB");
+    TraceCli::TearDown();
+  }
+};
+
+TEST_F(TraceCliApps, AnAppThatDoesNotExistIsExitTwo) {
+  for (const char* command : {"trace", "audit"}) {
+    const Result r = run({command, "--", "/no/such/app", "--flag"});
+    EXPECT_EQ(r.code, 2) << command;
+    EXPECT_TRUE(contains(r.err, "cannot run '/no/such/app'")) << r.err;
+  }
+}
+
+TEST_F(TraceCliApps, AnAppWithoutCudaHasNoCudaActivityAndKeepsItsExitCode) {
+  const Result t = run({"trace", "--", "sh", "-c", "exit 7"});
+  EXPECT_EQ(t.code, 7);
+  EXPECT_TRUE(contains(t.err, "no CUDA activity")) << t.err;
+  const Result ok = run({"trace", "--", "true"});
+  EXPECT_EQ(ok.code, 0);
+  const Result a = run({"audit", "--", "true"});
+  EXPECT_EQ(a.code, 0);
+  EXPECT_TRUE(contains(a.err, "no CUDA activity")) << a.err;
+}
+
+TEST_F(TraceCliApps, AnAppEndedByASignalIsReportedAs128PlusIt) {
+  const Result t = run({"trace", "--", "sh", "-c", "kill -TERM $$"});
+  EXPECT_EQ(t.code, 128 + 15);
+  EXPECT_TRUE(contains(t.err, "no CUDA activity")) << t.err;
+}
+#endif
+
+}  // namespace

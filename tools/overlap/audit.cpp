@@ -1,0 +1,119 @@
+// `overlap audit -- APP ARGS`: why are this app's streams not making it
+// faster? Each race and trap found in the program it issued, with what it
+// cost in the run and what its repair is predicted to save, and a verdict.
+#include "overlap/trace/audit.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "overlap/core/device_model.hpp"
+#include "overlap/core/error.hpp"
+#include "overlap/trace/trace_file.hpp"
+#include "subcommand.hpp"
+#include "traced_app.hpp"
+
+namespace overlap::cli {
+
+namespace {
+
+constexpr const char* examples = R"(The app runs unmodified under the CUPTI injection library (see
+'overlap trace --help'); its program is then checked as 'overlap check' does,
+and each finding gets its measured cost and its predicted saving.
+
+Rules:
+  race                       two ops touching the same memory that nothing orders
+                             (certain for copies; "possible" for kernels, whose
+                             accesses are assumed from their pointer parameters)
+  legacy-default-stream      a copy or memset on the legacy default stream: a barrier
+  synchronous-copy           cudaMemcpy (not Async) blocking the host between pipelined work
+  pageable-async-copy        cudaMemcpyAsync from pageable memory: the host waits for it
+  implicit-synchronization   cudaMalloc/cudaFree/cudaMallocHost with work in flight
+  device-synchronize         cudaDeviceSynchronize where a stream sync would do
+  copy-engine-serialization  (info) same-direction copies on several streams
+  idle-gap                   the GPU idle while the host sits in a CUDA call
+  hardware-queue-sharing, unrecorded-event   as in 'overlap check'
+
+Examples:
+  overlap audit -- ./my_app --size 1G
+  overlap audit --json -- python3 train.py > audit.json
+  overlap audit --fail-on error -- ./my_app        # for CI: fail on races only
+  overlap audit --device my-gpu.json -- ./my_app   # predictions on a probed model
+
+The app's standard output goes to standard error, so the report stays
+parseable. Exit codes: 0 nothing at or above --fail-on (default warning),
+1 findings at or above it, 2 bad input or the app could not be started.)";
+
+struct AuditCommandOptions {
+  std::vector<std::string> command;
+  bool json = false;
+  std::string fail_on = "warning";
+  std::string device = "h100";
+  double idle_gap = 0.1;
+  std::string output;
+  std::string raw;
+  std::string from;
+};
+
+int report(const trace::Capture& run, const AuditCommandOptions& o, check::severity fail_on,
+           std::vector<std::string> command, int exit_code, Streams io) {
+  trace::AuditOptions options;
+  options.idle_gap_threshold = o.idle_gap;
+  trace::AuditReport r = trace::audit(run, DeviceModel::load(o.device), options);
+  r.command = std::move(command);
+  r.exit_code = exit_code;
+  write_output(o.output, o.json ? trace::format_json(r, fail_on) : trace::format_text(r, fail_on), io);
+  return r.fails(fail_on) ? exit_findings : exit_ok;
+}
+
+int run_audit(const AuditCommandOptions& o, Streams io) {
+  check::severity fail_on = check::severity::warning;
+  try {
+    fail_on = check::parse_severity(o.fail_on);
+  } catch (const invalid_input& e) {
+    throw invalid_input(fmt::format("--fail-on: {}", e.what()));
+  }
+  (void)DeviceModel::load(o.device);  // a bad model is an error before the app runs
+  if (!o.from.empty()) {
+    if (!o.command.empty()) throw invalid_input("--from: give a trace file or an app, not both");
+    const trace::RawTrace raw = trace::load_trace(o.from);
+    return report(trace::capture(raw), o, fail_on, {raw.exe}, 0, io);
+  }
+  if (o.command.empty())
+    throw invalid_input("no app given: put the app and its arguments after -- (see --help)");
+  const TemporaryFolder folder;
+  const TracedRun run = run_traced(o.command, folder.path(), /*app_stdout_to_stderr=*/true);
+  if (run.signal) io.err << fmt::format("overlap audit: the app was ended by signal {}\n", *run.signal);
+  const std::optional<trace::Capture> captured = capture_if_any(run, o.raw, o.command.front(), "audit", io);
+  if (!captured) return exit_ok;  // nothing to audit
+  return report(*captured, o, fail_on, o.command, run.exit_code, io);
+}
+
+}  // namespace
+
+Subcommand add_audit(CLI::App& parent, Streams io) {
+  auto o = std::make_shared<AuditCommandOptions>();
+  CLI::App* app =
+      parent.add_subcommand("audit", "Run an unmodified CUDA app and find what kills its overlap");
+  app->footer(examples);
+  app->add_option("command", o->command, "The app and its arguments, after --");
+  app->add_flag("--json", o->json, "Print the report as JSON");
+  app->add_option("--fail-on", o->fail_on, "Exit 1 when a finding is at or above: info, warning, error")
+      ->capture_default_str();
+  app->add_option("--device", o->device, "Device model the predictions use: a preset or a JSON model file")
+      ->capture_default_str();
+  app->add_option("--idle-gap", o->idle_gap, "Report idle gaps of the GPU from this many milliseconds")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app->add_option("-o,--output", o->output, "Write the report to FILE instead of standard output");
+  app->add_option("--raw", o->raw, "Also keep the raw trace (JSON Lines, docs/trace-format.md)");
+  app->add_option("--from", o->from, "Audit a raw trace written earlier instead of running an app")
+      ->check(CLI::ExistingFile);
+  return {app, [o, io] { return run_audit(*o, io); }};
+}
+
+}  // namespace overlap::cli

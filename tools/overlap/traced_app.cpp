@@ -1,0 +1,215 @@
+#include "traced_app.hpp"
+
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "overlap/core/error.hpp"
+#include "overlap/trace/trace_file.hpp"
+
+extern char** environ;
+
+namespace overlap::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The app's pid while we wait for it, for the signal forwarder.
+volatile std::sig_atomic_t traced_child = 0;
+
+void forward_signal(int signal) {
+  if (traced_child > 0) ::kill(static_cast<pid_t>(traced_child), signal);
+}
+
+/// Installs forward_signal for SIGINT and SIGTERM; restores on destruction.
+class SignalForwarding {
+ public:
+  SignalForwarding() {
+    struct sigaction action {};
+    action.sa_handler = forward_signal;
+    sigemptyset(&action.sa_mask);
+    for (std::size_t i = 0; i < signals_.size(); ++i) sigaction(signals_[i], &action, &previous_[i]);
+  }
+  ~SignalForwarding() {
+    for (std::size_t i = 0; i < signals_.size(); ++i) sigaction(signals_[i], &previous_[i], nullptr);
+    traced_child = 0;
+  }
+  SignalForwarding(const SignalForwarding&) = delete;
+  SignalForwarding& operator=(const SignalForwarding&) = delete;
+
+ private:
+  std::array<int, 2> signals_{SIGINT, SIGTERM};
+  std::array<struct sigaction, 2> previous_{};
+};
+
+fs::path self_directory() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : self.parent_path();
+}
+
+// libcupti, for NVTX_INJECTION64_PATH: NVTX ranges reach CUPTI only through
+// it. The toolkit this was built with, else the usual places, else the bare
+// name for the dynamic loader to find.
+std::string cupti_library() {
+  if (const char* path = std::getenv("OVERLAP_CUPTI_LIB")) return path;
+  std::vector<std::string> candidates;
+#ifdef OVERLAP_CUPTI_LIBRARY
+  candidates.emplace_back(OVERLAP_CUPTI_LIBRARY);
+#endif
+  candidates.emplace_back("/usr/local/cuda/lib64/libcupti.so");
+  candidates.emplace_back("/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so");
+  for (const std::string& c : candidates) {
+    std::error_code ec;
+    if (fs::exists(c, ec)) return c;
+  }
+  return "libcupti.so";
+}
+
+std::vector<std::string> traced_environment(const fs::path& trace_dir) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    if (entry.starts_with("CUDA_INJECTION64_PATH=") || entry.starts_with("OVERLAP_TRACE_DIR=") ||
+        entry.starts_with("NVTX_INJECTION64_PATH="))
+      continue;
+    env.emplace_back(entry);
+  }
+  env.push_back("CUDA_INJECTION64_PATH=" + injection_library().string());
+  env.push_back("OVERLAP_TRACE_DIR=" + trace_dir.string());
+  env.push_back("NVTX_INJECTION64_PATH=" + cupti_library());
+  return env;
+}
+
+std::vector<char*> pointers(std::vector<std::string>& strings) {
+  std::vector<char*> result;
+  result.reserve(strings.size() + 1);
+  for (std::string& s : strings) result.push_back(s.data());
+  result.push_back(nullptr);
+  return result;
+}
+
+std::size_t count_lines(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::size_t lines = 0;
+  std::string line;
+  while (std::getline(in, line)) ++lines;
+  return lines;
+}
+
+}  // namespace
+
+fs::path injection_library() {
+  if (const char* path = std::getenv("OVERLAP_INJECT_LIB")) {
+    if (!fs::exists(path)) throw invalid_input(fmt::format("OVERLAP_INJECT_LIB: '{}' does not exist", path));
+    return fs::absolute(path);
+  }
+  const fs::path here = self_directory();
+  const std::array candidates{here / "../inject/libovl_inject.so", here / "../lib/overlap/libovl_inject.so",
+                              here / "libovl_inject.so"};
+  for (const fs::path& c : candidates) {
+    if (fs::exists(c)) return fs::canonical(c);
+  }
+  throw invalid_input(
+      fmt::format("the injection library libovl_inject.so was not found (looked in {}, {}, {}); it is built "
+                  "with the CUDA "
+                  "layer (a CUDA toolkit with CUPTI), or set OVERLAP_INJECT_LIB to its path",
+                  candidates[0].lexically_normal().string(), candidates[1].lexically_normal().string(),
+                  candidates[2].lexically_normal().string()));
+}
+
+TracedRun run_traced(const std::vector<std::string>& command, const fs::path& trace_dir,
+                     bool app_stdout_to_stderr) {
+  if (command.empty())
+    throw invalid_input("no app given: put the app and its arguments after -- (see --help)");
+  std::vector<std::string> env = traced_environment(trace_dir);
+  std::vector<std::string> argv = command;
+  std::vector<char*> argv_pointers = pointers(argv);
+  std::vector<char*> env_pointers = pointers(env);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (app_stdout_to_stderr) posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
+  SignalForwarding forwarding;
+  pid_t child = 0;
+  const int spawned =
+      posix_spawnp(&child, argv[0].c_str(), &actions, nullptr, argv_pointers.data(), env_pointers.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0)
+    throw invalid_input(fmt::format("cannot run '{}': {}", command.front(), std::strerror(spawned)));
+  traced_child = child;
+
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR)
+      throw error(fmt::format("waiting for '{}' failed: {}", command.front(), std::strerror(errno)));
+  }
+  TracedRun run;
+  if (WIFSIGNALED(status)) {
+    run.signal = WTERMSIG(status);
+    run.exit_code = 128 + *run.signal;
+  } else {
+    run.exit_code = WEXITSTATUS(status);
+  }
+
+  // The app's own process, else the traced process with most records (the
+  // app may be a launcher such as a shell or python's multiprocessing).
+  std::size_t most = 0;
+  for (const auto& entry : fs::directory_iterator(trace_dir)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("trace.") || !name.ends_with(".jsonl")) continue;
+    ++run.traced_processes;
+    if (name == fmt::format("trace.{}.jsonl", child)) {
+      run.trace_file = entry.path();
+      most = SIZE_MAX;
+    } else if (most != SIZE_MAX) {
+      const std::size_t lines = count_lines(entry.path());
+      if (lines > most) {
+        most = lines;
+        run.trace_file = entry.path();
+      }
+    }
+  }
+  return run;
+}
+
+TemporaryFolder::TemporaryFolder() {
+  std::string pattern = (fs::temp_directory_path() / "overlap-trace-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr)
+    throw error(fmt::format("cannot create a temporary folder: {}", std::strerror(errno)));
+  path_ = pattern;
+}
+
+TemporaryFolder::~TemporaryFolder() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::optional<trace::Capture> capture_if_any(const TracedRun& run, const std::string& raw_copy,
+                                             const std::string& app, std::string_view command, Streams io) {
+  if (run.trace_file && !raw_copy.empty()) {
+    std::error_code ec;
+    fs::copy_file(*run.trace_file, raw_copy, fs::copy_options::overwrite_existing, ec);
+    if (ec) throw invalid_input(fmt::format("--raw: cannot write '{}': {}", raw_copy, ec.message()));
+  }
+  const trace::RawTrace raw = run.trace_file ? trace::load_trace(*run.trace_file) : trace::RawTrace{};
+  if (raw.calls.empty() && raw.work.empty()) {
+    io.err << fmt::format(
+        "overlap {}: no CUDA activity: '{}' {} (exit code {})\n", command, app,
+        run.trace_file ? "ended before the tracer recorded any CUDA call" : "made no CUDA call",
+        run.exit_code);
+    return std::nullopt;
+  }
+  return trace::capture(raw);
+}
+
+}  // namespace overlap::cli
