@@ -224,6 +224,32 @@ TEST(SimRules, AKernelFillingTheGpuDelaysTheNextSmallerOnesShare) {
   expect_span(sim::simulate(halves, unit_model), together, 0.0, 1.0);
 }
 
+TEST(SimRules, AKernelStartsOnTheSmsARunningSmallOneLeavesFree) {
+  // A long kernel on one SM of 100 does not hold back a full-size kernel:
+  // the block scheduler runs its blocks on the other 99 (seen on the H100
+  // with CuPy and PyTorch kernels beside a one-block spin).
+  Program p;
+  const auto a = p.add_stream("a");
+  const auto b = p.add_stream("b");
+  p.kernel(a, 10.0, 0.01);
+  const auto big = p.kernel(b, 1.0, 1.0);
+  const auto after = p.kernel(b, 1.0, 0.5);
+  const Timeline t = sim::simulate(p, unit_model);
+  expect_span(t, big, 0.0, 1.0);
+  expect_span(t, after, 1.0, 2.0);
+  // While the big one runs the GPU is full: a third stream's kernel waits for it.
+  Program q;
+  const auto x = q.add_stream("x");
+  const auto y = q.add_stream("y");
+  const auto z = q.add_stream("z");
+  q.kernel(x, 10.0, 0.01);
+  q.kernel(y, 1.0, 1.0);
+  const auto waits = q.kernel(z, 1.0, 0.5);
+  const Timeline u = sim::simulate(q, unit_model);
+  expect_span(u, waits, 1.0, 2.0);
+  EXPECT_EQ(span_of(u, waits).waited_because, wait_reason::gpu_full);
+}
+
 TEST(SimRules, MoreStreamsThanHardwareQueuesGainFalseDependencies) {
   Program p;
   const auto s0 = p.add_stream("s0");
@@ -296,6 +322,41 @@ TEST(SimRules, CopyTimeComesFromTheBandwidthCurve) {
   // 2 MB is halfway in log2 between 1 MB and 4 MB: 2.5 GB/s, 0.8 ms, + latency.
   const Timeline t = sim::simulate(p, m);
   expect_span(t, c, 0.0, 1.3);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(SimRules, TheHostWakesUpALatencyAfterTheWorkItWaitedFor) {
+  DeviceModel m = unit_model;
+  m.host_wakeup_latency = 0.25;
+  Program p;
+  const auto s = p.add_stream("s");
+  p.kernel(s, 2.0);
+  p.synchronize(s);
+  const auto next = p.kernel(s, 1.0);
+  expect_span(sim::simulate(p, m), next, 2.25, 3.25);
+  // A sync whose work is already done does not wait, and costs nothing more.
+  Program q;
+  const auto t = q.add_stream("t");
+  q.kernel(t, 1.0);
+  q.host_work(5.0);
+  q.synchronize(t);
+  const auto after = q.kernel(t, 1.0);
+  expect_span(sim::simulate(q, m), after, 5.0, 6.0);
+}
+
+TEST(SimRules, CopiesStartALatencyAfterTheyCouldStart) {
+  DeviceModel m = unit_model;
+  m.copy_start_latency = 0.5;
+  Program p;
+  const auto s = p.add_stream("s");
+  const auto first = p.copy(s, copy_direction::h2d, 0, host_memory::pinned, 1.0);
+  const auto second = p.copy(s, copy_direction::h2d, 0, host_memory::pinned, 1.0);
+  const Timeline t = sim::simulate(p, m);
+  expect_span(t, first, 0.5, 1.5);
+  expect_span(t, second, 2.0, 3.0);
 }
 
 }  // namespace

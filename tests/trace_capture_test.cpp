@@ -131,21 +131,24 @@ TEST(TraceCapture, CallsBecomeOpsInHostOrder) {
   ASSERT_EQ(p.streams().size(), 1U);
   EXPECT_EQ(p.streams()[0].name, "stream 13");
   EXPECT_EQ(p.streams()[0].kind, stream_kind::non_blocking);
-  // alloc, alloc, host work (700 us of host time), H2D, K, D2H, host work, H2D, K, D2H, host work, sync,
-  // host reads. The 3 us between a chunk's calls are carried into the next gap (below min_host_work).
+  // The two allocations (host work: nothing was running for them to wait
+  // for), host work (700 us of host time), H2D, K, D2H, host work, H2D, K,
+  // D2H, host work, sync, host reads. The 3 us between a chunk's calls are
+  // carried into the next gap (below min_host_work).
   std::vector<op_kind> kinds;
   for (const Op& op : p.ops()) kinds.push_back(op.kind);
   const std::vector<op_kind> expected{
-      op_kind::device_allocate, op_kind::host_allocate, op_kind::host_work, op_kind::copy,
-      op_kind::kernel,          op_kind::copy,          op_kind::host_work, op_kind::copy,
-      op_kind::kernel,          op_kind::copy,          op_kind::host_work, op_kind::device_synchronize,
-      op_kind::host_work};
+      op_kind::host_work, op_kind::host_work,          op_kind::host_work, op_kind::copy,   op_kind::kernel,
+      op_kind::copy,      op_kind::host_work,          op_kind::copy,      op_kind::kernel, op_kind::copy,
+      op_kind::host_work, op_kind::device_synchronize, op_kind::host_work};
   ASSERT_EQ(kinds, expected);
   EXPECT_DOUBLE_EQ(*p.ops()[2].duration, 0.7);  // 300 us -> 1000 us
   // 1063 -> 2000, plus the 3 us between the chunk's calls, plus what the launch
   // and the pinned D2H took beyond the model's 3 us per call (2 us each).
   EXPECT_NEAR(*p.ops()[6].duration, 0.944, 1e-9);
-  EXPECT_DOUBLE_EQ(*p.ops()[0].duration, 0.1);  // nothing in flight: the whole call is host cost
+  EXPECT_DOUBLE_EQ(*p.ops()[0].duration, 0.1);  // the whole call is host time
+  EXPECT_EQ(p.ops()[0].label, "cudaMalloc");
+  EXPECT_EQ(p.ops()[1].label, "cudaMallocHost");
   const Op& h2d = p.ops()[3];
   EXPECT_EQ(h2d.direction, copy_direction::h2d);
   EXPECT_EQ(h2d.bytes, 1024U);
@@ -238,7 +241,7 @@ TEST(TraceCapture, TheMeasuredTimelineHasTheActivityTimes) {
   // The pageable copy's call and the sync are blocked host time; the launch is a call.
   int blocked = 0;
   for (const HostSpan& h : t.host_spans) blocked += h.activity == host_activity::blocked ? 1 : 0;
-  EXPECT_EQ(blocked, 2 + 2 + 1);  // two allocations, two pageable copies, the sync
+  EXPECT_EQ(blocked, 2 + 1);  // two pageable copies, the sync
 }
 
 TEST(TraceCapture, RecordsAndWaitsKeepTheirEvents) {
@@ -286,6 +289,43 @@ TEST(TraceCapture, ShortKernelNames) {
   EXPECT_EQ(trace::short_kernel_name("plain_c_kernel"), "plain_c_kernel");
   EXPECT_EQ(trace::short_kernel_name("void at::native::elementwise_kernel<128, 4>(int, float)"),
             "at::native::elementwise_kernel<128, 4>");
+}
+
+}  // namespace
+}  // namespace overlap
+
+namespace overlap {
+namespace {
+
+TEST(TraceCalibration, LatenciesAreReadOffTheTrace) {
+  const trace::Capture run = two_chunks().capture();
+  const trace::Calibration& c = run.calibration;
+  // Each kernel was launched by 57 us past its chunk's start, after its upload
+  // ended at 40 us, and started at 70 us: 13 us. Each download started as its
+  // kernel ended: 0. The pageable uploads started inside their calls: no sample.
+  ASSERT_TRUE(c.kernel_start_latency.has_value());
+  EXPECT_NEAR(*c.kernel_start_latency, 0.013, 1e-9);
+  ASSERT_TRUE(c.copy_start_latency.has_value());
+  EXPECT_NEAR(*c.copy_start_latency, 0.0, 1e-9);
+  EXPECT_EQ(c.start_samples, 4U);
+  EXPECT_FALSE(c.h2d_pageable_gbps.has_value());  // 1 KiB copies are below the 64 KiB the rate is read from
+
+  // Too few samples change nothing; enough do, and say so.
+  const DeviceModel h100 = DeviceModel::preset("h100");
+  std::vector<std::string> said;
+  EXPECT_EQ(trace::calibrate(h100, run, &said).kernel_launch_latency, h100.kernel_launch_latency);
+  EXPECT_TRUE(said.empty());
+  trace::Capture more = run;
+  more.calibration.start_samples = 10;
+  more.calibration.host_wakeup_latency = 0.004;
+  more.calibration.wakeup_samples = 3;
+  more.calibration.h2d_pageable_gbps = 9.5;
+  const DeviceModel calibrated = trace::calibrate(h100, more, &said);
+  EXPECT_NEAR(calibrated.kernel_launch_latency, 0.013, 1e-12);
+  EXPECT_NEAR(calibrated.copy_start_latency, 0.0, 1e-12);
+  EXPECT_NEAR(calibrated.host_wakeup_latency, 0.004, 1e-12);
+  EXPECT_NEAR(calibrated.h2d_pageable.at(1 << 20), 9.5, 1e-12);
+  EXPECT_EQ(said.size(), 3U);
 }
 
 }  // namespace

@@ -224,6 +224,7 @@ std::string DeviceModel::to_json() const {
       {"api_call_cost_ms", api_call_cost},
       {"kernel_launch_latency_ms", kernel_launch_latency},
       {"copy_latency_ms", copy_latency},
+      {"copy_start_latency_ms", copy_start_latency},
       {"host_wakeup_latency_ms", host_wakeup_latency},
       {"h2d_pinned", curve_to_json(h2d_pinned)},
       {"d2h_pinned", curve_to_json(d2h_pinned)},
@@ -287,6 +288,8 @@ DeviceModel DeviceModel::from_json(std::string_view text) {
       m.kernel_launch_latency = get_field<double>(j, "kernel_launch_latency_ms");
     else if (key == "copy_latency_ms")
       m.copy_latency = get_field<double>(j, "copy_latency_ms");
+    else if (key == "copy_start_latency_ms")
+      m.copy_start_latency = get_field<double>(j, "copy_start_latency_ms");
     else if (key == "host_wakeup_latency_ms")
       m.host_wakeup_latency = get_field<double>(j, "host_wakeup_latency_ms");
     else if (key == "h2d_pinned")
@@ -338,6 +341,7 @@ void DeviceModel::validate() const {
   require_non_negative(api_call_cost, "device model: api_call_cost_ms");
   require_non_negative(kernel_launch_latency, "device model: kernel_launch_latency_ms");
   require_non_negative(copy_latency, "device model: copy_latency_ms");
+  require_non_negative(copy_start_latency, "device model: copy_start_latency_ms");
   require_non_negative(host_wakeup_latency, "device model: host_wakeup_latency_ms");
   validate_curve(h2d_pinned, "device model: h2d_pinned");
   validate_curve(d2h_pinned, "device model: d2h_pinned");

@@ -33,6 +33,7 @@ struct OpState {
   double remaining = 0.0;
   double rate = 1.0;
   double last_update = 0.0;
+  double share_taken = 0.0;  // of the SMs, while it runs on the compute engine
   std::uint32_t version = 0;
   std::uint32_t pending = 0;            // unresolved dependencies
   std::uint32_t first_edge = no_index;  // head of its dependents list
@@ -384,10 +385,11 @@ class Simulation {
     const EngineState& e = engines_[engine_index(s.unit)];
     switch (s.unit) {
       case engine::none: return true;
-      case engine::compute: {
-        const double share = program_.ops()[id].kind == op_kind::kernel ? program_.ops()[id].gpu_share : 1.0;
-        return e.running < model_.max_concurrent_kernels && e.share_used + share <= 1.0 + 1e-9;
-      }
+      case engine::compute:
+        // The block scheduler puts a kernel's blocks on whatever SMs are
+        // free: it can start while the GPU is not full, and takes what is
+        // left (a kernel that fills the GPU still holds back the next one).
+        return e.running < model_.max_concurrent_kernels && e.share_used < 1.0 - 1e-9;
       default: return e.running == 0;
     }
   }
@@ -459,8 +461,14 @@ class Simulation {
     }
     EngineState& e = engines_[engine_index(s.unit)];
     e.running++;
-    if (s.unit == engine::compute) e.share_used += op.kind == op_kind::kernel ? op.gpu_share : 1.0;
-    const double latency = op.kind == op_kind::kernel ? model_.kernel_launch_latency : 0.0;
+    if (s.unit == engine::compute) {
+      s.share_taken = std::min(op.kind == op_kind::kernel ? op.gpu_share : 1.0, 1.0 - e.share_used);
+      e.share_used += s.share_taken;
+    }
+    const double latency = op.kind == op_kind::kernel ? model_.kernel_launch_latency
+                           : op.kind == op_kind::copy || op.kind == op_kind::memset
+                               ? model_.copy_start_latency
+                               : 0.0;
     s.start = now_ + latency;
     s.remaining = s.solo;
     s.last_update = s.start;
@@ -484,8 +492,7 @@ class Simulation {
     if (s.unit != engine::none) {
       s.end = now_;
       e.running--;
-      const Op& op = program_.ops()[id];
-      if (s.unit == engine::compute) e.share_used -= op.kind == op_kind::kernel ? op.gpu_share : 1.0;
+      if (s.unit == engine::compute) e.share_used -= s.share_taken;
       if (e.running == 0) e.share_used = 0.0;  // no drift from repeated float sums
       e.last_finished = id;
       if (slows_with_other_direction(s.unit)) {

@@ -95,8 +95,15 @@ AuditReport audit(const Capture& run, const DeviceModel& uncalibrated, const Aud
   report.streams = run.program.streams().size();
   report.notes.insert(report.notes.end(), run.notes.begin(), run.notes.end());
 
+  // A trap matters at a share of the device's active window, not of the whole
+  // process: context creation and set-up before the first work would
+  // otherwise hide traps that cost a tenth of the part that matters.
   check::CheckOptions check_options;
   check_options.trap_options = options.traps;
+  const double total = run.timeline.total();
+  const double active = detail::active_window(run.timeline).length();
+  if (total > 0.0 && active > 0.0)
+    check_options.trap_options.min_time_lost_fraction *= std::min(1.0, active / total);
   const check::Report checked = check::check_program(run.program, model, check_options);
   // Calls another finding accounts for are not idle gaps too. Findings list
   // only their first ops, so an implicit-synchronization finding claims

@@ -29,6 +29,15 @@ inline constexpr std::size_t max_listed_ops = 20;
                                                          const AuditOptions& options,
                                                          const std::set<op_id>& named);
 
+/// The device's active window: from the first device work's start to the last one's end.
+struct ActiveWindow {
+  double start = 0.0;
+  double end = 0.0;
+  double busy = 0.0;  ///< time inside it with some engine working
+  [[nodiscard]] double length() const noexcept { return end > start ? end - start : 0.0; }
+};
+[[nodiscard]] ActiveWindow active_window(const Timeline& timeline);
+
 /// What bounds the run and the floor it could reach.
 [[nodiscard]] Verdict judge(const Capture& run, const AuditReport& report);
 

@@ -34,6 +34,25 @@ bool is_copy_engine(engine unit) {
 
 }  // namespace
 
+ActiveWindow active_window(const Timeline& t) {
+  std::vector<std::pair<double, double>> busy;
+  for (const Span& s : t.spans) {
+    if (s.unit != engine::none && s.end > s.start) busy.emplace_back(s.start, s.end);
+  }
+  std::sort(busy.begin(), busy.end());
+  ActiveWindow w;
+  if (busy.empty()) return w;
+  w.start = busy.front().first;
+  double covered = w.start;
+  for (const auto& [start, end] : busy) {
+    w.end = std::max(w.end, end);
+    const double from = std::max(start, covered);
+    if (end > from) w.busy += end - from;
+    covered = std::max(covered, end);
+  }
+  return w;
+}
+
 Verdict judge(const Capture& run, const AuditReport& report) {
   const Timeline& t = run.timeline;
   const Metrics& m = report.metrics;
@@ -44,27 +63,10 @@ Verdict judge(const Capture& run, const AuditReport& report) {
   for (const HostSpan& h : t.host_spans) {
     if (h.activity == host_activity::api_call) issue += h.end - h.start;
   }
-  double window_start = v.total;
-  double window_end = 0.0;
-  double busy_union = 0.0;
-  {
-    std::vector<std::pair<double, double>> busy;
-    for (const Span& s : t.spans) {
-      if (s.unit != engine::none && s.end > s.start) busy.emplace_back(s.start, s.end);
-    }
-    std::sort(busy.begin(), busy.end());
-    double covered = 0.0;
-    for (const auto& [start, end] : busy) {
-      window_start = std::min(window_start, start);
-      window_end = std::max(window_end, end);
-      const double from = std::max(start, covered);
-      if (end > from) busy_union += end - from;
-      covered = std::max(covered, end);
-    }
-  }
-  const double window = std::max(0.0, window_end - window_start);
+  const ActiveWindow active = active_window(t);
+  const double window = active.length();
   v.active = window;
-  const double device_idle = std::max(0.0, window - busy_union);
+  const double device_idle = std::max(0.0, window - active.busy);
   const double engine_bound = m.bound;
 
   double saving = 0.0;

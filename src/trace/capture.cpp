@@ -158,6 +158,11 @@ class Converter {
     return device_busy_until_ > ms(c.start) && ms(c.end) < device_busy_until_;
   }
 
+  // The call began with work running and returned only after it ended.
+  [[nodiscard]] bool waited_for_work(const Call& c) const {
+    return device_busy_until_ > ms(c.start) && ms(c.end) >= device_busy_until_;
+  }
+
   void flush_host_work(double at) {
     if (carried_ < options_.min_host_work) return;
     out_.program.host_work(carried_);
@@ -322,7 +327,7 @@ class Converter {
     const double measured = measured_duration(c);
     if (!options_.copies_from_model && memory == host_memory::pinned && measured > 0.0)
       op.duration = measured;
-    if (memory == host_memory::pageable && measured > 0.0 && c.bytes >= 64 * 1024) {
+    if (memory == host_memory::pageable && measured > 0.0 && c.bytes >= std::uint64_t{64} * 1024) {
       (*direction == copy_direction::h2d ? h2d_pageable_rates_ : d2h_pageable_rates_)
           .push_back(static_cast<double>(c.bytes) / (measured * 1e6));
     }
@@ -401,9 +406,11 @@ class Converter {
   void convert_alloc(std::size_t index) {
     const Call& c = trace_.calls[index];
     allocations_.add(c.ptr, c.bytes, c.memory);
-    // Stream-ordered allocation never synchronizes; others did not here if
-    // they returned while work was running (cudaMalloc usually does not).
-    if (c.memory == "async" || returned_with_work_in_flight(c)) {
+    // An allocation counts as synchronizing only when the trace shows it
+    // waiting for running work: CUDA documents that it may, but cudaMalloc
+    // and cudaMallocHost return at once in practice (seen on the H100), and
+    // stream-ordered allocation never waits.
+    if (c.memory == "async" || !waited_for_work(c)) {
       convert_other(index);
       return;
     }
@@ -476,6 +483,7 @@ class Converter {
     out_.calibration = calibration();
     out_.timeline = detail::measured_timeline(out_.program, trace_, work_, out_.origin, t0_);
     out_.timeline.device = out_.device;
+    detail::measure_start_latencies(out_.timeline, out_.origin, out_.calibration);
     add_notes();
   }
 
@@ -549,6 +557,13 @@ DeviceModel calibrate(DeviceModel model, const Capture& run, std::vector<std::st
     model.host_wakeup_latency = *c.host_wakeup_latency;
     say(fmt::format("blocking calls returned {:.1f} us after the work they waited for (median of {})",
                     *c.host_wakeup_latency * 1000.0, c.wakeup_samples));
+  }
+  if (c.start_samples >= 10) {
+    if (c.kernel_start_latency) model.kernel_launch_latency = *c.kernel_start_latency;
+    if (c.copy_start_latency) model.copy_start_latency = *c.copy_start_latency;
+    say(fmt::format("work started {:.1f} us (kernels) and {:.1f} us (copies) after it could (median of {})",
+                    c.kernel_start_latency.value_or(0.0) * 1000.0,
+                    c.copy_start_latency.value_or(0.0) * 1000.0, c.start_samples));
   }
   if (c.h2d_pageable_gbps) {
     model.h2d_pageable = BandwidthCurve{{{1, *c.h2d_pageable_gbps}}};

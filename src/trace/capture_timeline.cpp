@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <map>
+#include <optional>
 
 namespace overlap::trace::detail {
 
@@ -90,6 +92,38 @@ Timeline measured_timeline(const Program& program, const RawTrace& trace,
   }
   t.sequential_time = sequential;
   return t;
+}
+
+void measure_start_latencies(const Timeline& t, const std::vector<OpOrigin>& origin,
+                             Calibration& calibration) {
+  std::map<engine, std::vector<double>> ends;  // per engine, sorted
+  for (const Span& s : t.spans) {
+    if (s.unit != engine::none) ends[s.unit].push_back(s.end);
+  }
+  for (auto& [unit, list] : ends) std::sort(list.begin(), list.end());
+  std::map<stream_id, double> stream_end;
+  std::vector<double> kernels;
+  std::vector<double> copies;
+  for (const Span& s : t.spans) {
+    const double previous = stream_end[s.stream];
+    stream_end[s.stream] = std::max(previous, s.end);
+    if (s.unit == engine::none || s.unit == engine::host_callback || !origin[s.op].call) continue;
+    double ready = std::max(origin[s.op].call_end, previous);
+    const std::vector<double>& engine_ends = ends[s.unit];
+    const auto after = std::upper_bound(engine_ends.begin(), engine_ends.end(), s.start);
+    if (after != engine_ends.begin()) ready = std::max(ready, *std::prev(after));
+    if (s.start < ready) continue;
+    (s.unit == engine::compute && s.kind == op_kind::kernel ? kernels : copies).push_back(s.start - ready);
+  }
+  const auto median = [](std::vector<double>& v) -> std::optional<double> {
+    if (v.empty()) return std::nullopt;
+    const auto middle = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+    std::nth_element(v.begin(), middle, v.end());
+    return *middle;
+  };
+  calibration.start_samples = kernels.size() + copies.size();
+  calibration.kernel_start_latency = median(kernels);
+  calibration.copy_start_latency = median(copies);
 }
 
 }  // namespace overlap::trace::detail

@@ -19,4 +19,10 @@ namespace overlap::trace::detail {
                                          const std::vector<std::vector<std::size_t>>& work,
                                          const std::vector<OpOrigin>& origin, std::uint64_t t0);
 
+/// Fills calibration.kernel_start_latency and copy_start_latency from `t`:
+/// for each device span, its start minus the latest of its call's return,
+/// its stream's previous span's end and its engine's last end before it.
+void measure_start_latencies(const Timeline& t, const std::vector<OpOrigin>& origin,
+                             Calibration& calibration);
+
 }  // namespace overlap::trace::detail

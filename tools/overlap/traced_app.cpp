@@ -15,8 +15,6 @@
 #include "overlap/core/error.hpp"
 #include "overlap/trace/trace_file.hpp"
 
-extern char** environ;
-
 namespace overlap::cli {
 
 namespace fs = std::filesystem;

@@ -60,6 +60,10 @@ struct DeviceModel {
   double kernel_launch_latency = 0.0;
   /// Fixed start-up cost added to every copy and memset.
   double copy_latency = 0.0;
+  /// Delay between a copy or memset becoming runnable and starting (the
+  /// kernels' is kernel_launch_latency). Measured by `overlap audit` from the
+  /// trace it audits; 0 in the presets.
+  double copy_start_latency = 0.0;
   /// Time from the work a blocking call waits for finishing to the host
   /// returning from the call (a synchronous copy, a synchronize). Measured
   /// by `overlap audit` from the trace it audits; 0 in the presets.

@@ -103,8 +103,9 @@ struct AuditReport {
   [[nodiscard]] bool fails(check::severity level) const noexcept;
 };
 
-/// Audits a captured run; predictions use `model`.
-[[nodiscard]] AuditReport audit(const Capture& run, const DeviceModel& model,
+/// Audits a captured run; predictions use `uncalibrated` with what the run
+/// measured put in (see calibrate()), and each change is a note.
+[[nodiscard]] AuditReport audit(const Capture& run, const DeviceModel& uncalibrated,
                                 const AuditOptions& options = {});
 
 /// The report for people.

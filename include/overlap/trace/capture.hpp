@@ -79,6 +79,12 @@ struct Calibration {
   /// host returning from it, ms, and how many calls it was taken from.
   std::optional<double> host_wakeup_latency;
   std::size_t wakeup_samples = 0;
+  /// Median delay from an op becoming runnable (its call returned, its
+  /// stream's previous op and its engine's previous work ended) to its start,
+  /// ms, for kernels and for copies and memsets, and how many ops each is from.
+  std::optional<double> kernel_start_latency;
+  std::optional<double> copy_start_latency;
+  std::size_t start_samples = 0;
   /// Median rates of pageable copies of at least 64 KiB, GB/s.
   std::optional<double> h2d_pageable_gbps;
   std::optional<double> d2h_pageable_gbps;

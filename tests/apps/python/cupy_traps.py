@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """CuPy written the way its users write it, with two traps for `overlap audit`.
 
-A background stream runs a long chain of matrix products (its result is
-read at the end), while the main loop streams batches of random data through
+A background stream runs one long kernel on one multiprocessor (a
+RawKernel that spins for a given number of clock cycles: independent work
+that leaves the rest of the GPU free), while the main loop streams batches of random data through
 y = 2x + 1 on its own non-blocking stream and checks each result:
 
   (a) `pageable-async-copy`: each batch is uploaded straight from a NumPy
@@ -11,8 +12,8 @@ y = 2x + 1 on its own non-blocking stream and checks each result:
       would not show this: CuPy stages it through its pinned-memory pool.)
   (b) `device-synchronize`: the loop waits for each batch with
       `cupy.cuda.Device().synchronize()`, which also waits for the
-      background stream's matrix products, although only stream s's work
-      is needed.
+      background stream's long kernel, although only stream s's work is
+      needed.
 
 --repaired: each batch goes through a pinned staging buffer
 (`cupyx.empty_pinned`), and the loop waits with `s.synchronize()`.
@@ -32,9 +33,14 @@ import numpy as np
 BATCHES = 16
 DISTINCT_BATCHES = 4  # the loop cycles through these
 BATCH_ELEMENTS = (4 << 20) + 4321  # about 16 MiB of float32
-MATRIX = 4096  # background: MATRIX x MATRIX float32 products
-PRODUCTS = 40  # about 100 ms of products on an H100
-CHECKED_ROWS = 8
+SPIN_CYCLES = 150_000_000  # background: about 75 ms at the H100's ~2 GHz
+SPIN_SOURCE = r'''
+extern "C" __global__ void spin(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+'''
 
 
 def random_batch(rng, n):
@@ -52,8 +58,6 @@ def main():
     rng = np.random.default_rng(1234)
     batches = [random_batch(rng, BATCH_ELEMENTS) for _ in range(DISTINCT_BATCHES)]
     expected = [2 * b + 1 for b in batches]  # float32: 2x is exact, + 1 rounds once, as on the GPU
-    a_host = rng.standard_normal((MATRIX, MATRIX), dtype=np.float32)
-    b_host = rng.standard_normal((MATRIX, MATRIX), dtype=np.float32)
 
     s = cp.cuda.Stream(non_blocking=True)
     background = cp.cuda.Stream(non_blocking=True)
@@ -61,11 +65,9 @@ def main():
     out = cupyx.empty_pinned(BATCH_ELEMENTS, dtype=np.float32)  # results come back to pinned memory
     staging = cupyx.empty_pinned(BATCH_ELEMENTS, dtype=np.float32) if args.repaired else None
 
-    with background:  # independent work, read only at the end
-        a = cp.asarray(a_host)
-        b = cp.asarray(b_host)
-        c = cp.empty((MATRIX, MATRIX), dtype=cp.float32)
-        cp.matmul(a, b, out=c)  # warm-up: cuBLAS is set up before the timed part
+    spin = cp.RawKernel(SPIN_SOURCE, "spin")
+    with background:  # independent work
+        spin((1,), (1,), (np.int64(1000),))  # warm-up: compiled and loaded before the timed part
     with s:
         (2 * d_x + 1).get(stream=s, out=out, blocking=False)  # warm-up: the kernels are compiled now
     background.synchronize()
@@ -73,9 +75,7 @@ def main():
 
     start = time.perf_counter()
     with background:
-        for _ in range(PRODUCTS):
-            cp.matmul(a, b, out=c)
-
+        spin((1,), (1,), (np.int64(SPIN_CYCLES),))
     for i in range(BATCHES):
         batch = batches[i % DISTINCT_BATCHES]
         if args.repaired:
@@ -95,16 +95,9 @@ def main():
             print(f"{name}: batch {i}: {bad} of {BATCH_ELEMENTS} elements wrong", file=sys.stderr)
             return 1
 
-    rows = cupyx.empty_pinned((CHECKED_ROWS, MATRIX), dtype=np.float32)
-    c[:CHECKED_ROWS].get(stream=background, out=rows, blocking=False)
     background.synchronize()
     elapsed_ms = (time.perf_counter() - start) * 1000.0
 
-    reference = a_host[:CHECKED_ROWS].astype(np.float64) @ b_host.astype(np.float64)
-    if not np.allclose(rows, reference, rtol=1e-2, atol=0.5):  # loose enough for TF32, were it on
-        worst = float(np.max(np.abs(rows - reference)))
-        print(f"{name}: background product wrong (largest difference {worst})", file=sys.stderr)
-        return 1
     print(f"{name}: ok {elapsed_ms:.3f} ms")
     return 0
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch written the way its users write it, with two traps for `overlap audit`.
 
-A background stream runs a long chain of matrix products (its result is
-read at the end), while the main loop streams batches of random data through
+A background stream runs one long kernel on one multiprocessor
+(`torch.cuda._sleep`, a spin of a given number of clock cycles: independent
+work that leaves the rest of the GPU free), while the main loop streams batches of random data through
 y = 2x + 1 on a side stream and checks each result:
 
   (a) `pageable-async-copy`: each batch goes to the GPU with
@@ -12,7 +13,7 @@ y = 2x + 1 on a side stream and checks each result:
       host waits for it.
   (b) `device-synchronize`: the loop waits for each batch with
       `torch.cuda.synchronize()`, which also waits for the background
-      stream's matrix products, although only stream s's work is needed.
+      stream's long kernel, although only stream s's work is needed.
 
 --repaired: each batch goes through a pinned staging tensor
 (`torch.empty(..., pin_memory=True)`), and the loop waits with
@@ -32,9 +33,7 @@ import torch
 BATCHES = 16
 DISTINCT_BATCHES = 4  # the loop cycles through these
 BATCH_ELEMENTS = (4 << 20) + 4321  # about 16 MiB of float32
-MATRIX = 4096  # background: MATRIX x MATRIX float32 products
-PRODUCTS = 40  # about 100 ms of products on an H100
-CHECKED_ROWS = 8
+SPIN_CYCLES = 150_000_000  # background: about 75 ms at the H100's ~2 GHz
 
 
 def random_batch(rng, n):
@@ -52,19 +51,14 @@ def main():
     rng = np.random.default_rng(1234)
     batches = [random_batch(rng, BATCH_ELEMENTS) for _ in range(DISTINCT_BATCHES)]
     expected = [2 * b + 1 for b in batches]  # float32: 2x is exact, + 1 rounds once, as on the GPU
-    a_host = rng.standard_normal((MATRIX, MATRIX), dtype=np.float32)
-    b_host = rng.standard_normal((MATRIX, MATRIX), dtype=np.float32)
 
     s = torch.cuda.Stream()
     background = torch.cuda.Stream()
     out = torch.empty(BATCH_ELEMENTS, dtype=torch.float32, pin_memory=True)  # results come back to pinned memory
     staging = torch.empty(BATCH_ELEMENTS, dtype=torch.float32, pin_memory=True) if args.repaired else None
 
-    with torch.cuda.stream(background):  # independent work, read only at the end
-        a = torch.from_numpy(a_host).pin_memory().to("cuda", non_blocking=True)
-        b = torch.from_numpy(b_host).pin_memory().to("cuda", non_blocking=True)
-        c = torch.empty((MATRIX, MATRIX), dtype=torch.float32, device="cuda")
-        torch.matmul(a, b, out=c)  # warm-up: cuBLAS is set up before the timed part
+    with torch.cuda.stream(background):  # independent work
+        torch.cuda._sleep(1000)  # warm-up: its kernel is loaded before the timed part
     with torch.cuda.stream(s):
         warm = torch.empty(BATCH_ELEMENTS, dtype=torch.float32, device="cuda")
         out.copy_(2 * warm + 1, non_blocking=True)  # warm-up of the loop's kernels
@@ -73,8 +67,7 @@ def main():
 
     start = time.perf_counter()
     with torch.cuda.stream(background):
-        for _ in range(PRODUCTS):
-            torch.matmul(a, b, out=c)
+        torch.cuda._sleep(SPIN_CYCLES)
 
     for i in range(BATCHES):
         batch = batches[i % DISTINCT_BATCHES]
@@ -96,17 +89,8 @@ def main():
             print(f"{name}: batch {i}: {bad} of {BATCH_ELEMENTS} elements wrong", file=sys.stderr)
             return 1
 
-    rows = torch.empty((CHECKED_ROWS, MATRIX), dtype=torch.float32, pin_memory=True)
-    with torch.cuda.stream(background):
-        rows.copy_(c[:CHECKED_ROWS], non_blocking=True)
     background.synchronize()
     elapsed_ms = (time.perf_counter() - start) * 1000.0
-
-    reference = a_host[:CHECKED_ROWS].astype(np.float64) @ b_host.astype(np.float64)
-    if not np.allclose(rows.numpy(), reference, rtol=1e-2, atol=0.5):  # loose enough for TF32, were it on
-        worst = float(np.max(np.abs(rows.numpy() - reference)))
-        print(f"{name}: background product wrong (largest difference {worst})", file=sys.stderr)
-        return 1
     print(f"{name}: ok {elapsed_ms:.3f} ms")
     return 0
 
