@@ -41,6 +41,11 @@ struct ActiveWindow {
 /// What bounds the run and the floor it could reach.
 [[nodiscard]] Verdict judge(const Capture& run, const AuditReport& report);
 
+/// simulate(program) - simulate(program without the `dropped` ops), >= 0: the
+/// saving of a repair that makes those calls once, outside the run.
+[[nodiscard]] double saving_without(const Program& program, const std::set<op_id>& dropped,
+                                    const DeviceModel& model);
+
 /// NVTX ranges enclosing each op's call, as "train (12), eval (3)"; empty if none.
 [[nodiscard]] std::string ranges_of(const Capture& run, const std::vector<op_id>& ops);
 

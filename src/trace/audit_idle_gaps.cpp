@@ -10,7 +10,6 @@
 
 #include "audit_detail.hpp"
 #include "overlap/io/exporters.hpp"
-#include "overlap/sim/simulator.hpp"
 
 namespace overlap::trace::detail {
 
@@ -49,24 +48,6 @@ bool issues_nothing(const Op& op, const OpOrigin& from) {
   const bool loading = api.starts_with("cuLibrary") || api.starts_with("cuModule") ||
                        api.starts_with("cuKernel") || api.starts_with("cudaGetFuncBySymbol");
   return !poll && !loading;
-}
-
-Program without(const Program& p, const std::set<op_id>& dropped) {
-  Program q;
-  q.name = p.name;
-  q.time_unit = p.time_unit;
-  for (const Stream& s : p.streams()) {
-    if (s.kind == stream_kind::legacy_default) {
-      (void)q.legacy_default_stream();
-    } else {
-      (void)q.add_stream(s.name, s.kind, s.priority);
-    }
-  }
-  for (const std::string& e : p.events()) (void)q.add_event(e);
-  for (op_id i = 0; i < p.ops().size(); ++i) {
-    if (!dropped.contains(i)) (void)q.append(p.ops()[i]);
-  }
-  return q;
 }
 
 }  // namespace
@@ -134,9 +115,7 @@ std::optional<AuditFinding> find_idle_gaps(const Capture& run, const DeviceModel
   f.ops = audit_ops(run, calls);
   f.measured = MeasuredCost{total_idle, fmt::format("the device sat idle {} ms with these calls in flight",
                                                     io::format_number(total_idle))};
-  const double before = sim::simulate(p, model).total();
-  const double after = sim::simulate(without(p, dropped), model).total();
-  f.predicted_saving = std::max(0.0, before - after);
+  f.predicted_saving = saving_without(p, dropped, model);
   return f;
 }
 

@@ -46,8 +46,11 @@ std::map<op_id, const Span*> spans_by_op(const Timeline& t) {
   return spans;
 }
 
+// "1 pageable copy", "136 pageable copies", "2 calls".
 std::string count_text(std::size_t n, std::string_view what) {
-  return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");
+  if (n == 1) return fmt::format("1 {}", what);
+  if (what.ends_with("copy")) return fmt::format("{} {}ies", n, what.substr(0, what.size() - 1));
+  return fmt::format("{} {}s", n, what);
 }
 
 // How long the legacy default stream's ops held back work on blocking

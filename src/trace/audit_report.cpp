@@ -60,7 +60,12 @@ std::string format_text(const AuditReport& r, check::severity fail_on) {
     out += fmt::format("\n{} {}: {}", check::to_string(f.level), f.rule, f.message);
     if (f.certainty != "certain") out += fmt::format(" [{}]", f.certainty);
     out += '\n';
-    for (const AuditOp& op : f.ops) out += fmt::format("  at {}\n", op.text);
+    // A few ops say where; the JSON lists up to twenty, the message counts all.
+    constexpr std::size_t shown = 4;
+    for (std::size_t i = 0; i < f.ops.size() && i < shown; ++i)
+      out += fmt::format("  at {}\n", f.ops[i].text);
+    if (f.ops.size() > shown)
+      out += fmt::format("  (and {} more listed with --json)\n", f.ops.size() - shown);
     if (f.measured) out += fmt::format("  measured: {}\n", f.measured->text);
     if (f.predicted_saving)
       out += fmt::format("  predicted saving: {} on the {} model\n", ms_text(*f.predicted_saving),
