@@ -11,23 +11,16 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
+#include "cli_run.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
+using Result = overlap::test::CliResult;
 
 Result run(const std::vector<std::string>& args) {
-  std::ostringstream out;
-  std::ostringstream err;
-  const int code = overlap::cli::run(args, out, err);
-  return {code, out.str(), err.str()};
+  return overlap::test::run_cli(args);
 }
 
 std::string example(const std::string& name) {

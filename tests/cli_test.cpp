@@ -1,7 +1,5 @@
 // The `overlap` command line, run in-process: exact output for the seeds,
 // exit code 2 and one line for bad input, and whole-or-nothing output files.
-#include "cli.hpp"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,21 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "cli_run.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
+using Result = overlap::test::CliResult;
 
 Result run(const std::vector<std::string>& args) {
-  std::ostringstream out;
-  std::ostringstream err;
-  const int code = overlap::cli::run(args, out, err);
-  return {code, out.str(), err.str()};
+  return overlap::test::run_cli(args);
 }
 
 std::string example(const char* name) {

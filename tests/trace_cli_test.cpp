@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
+#include "cli_run.hpp"
 #include "overlap/io/spec.hpp"
 #include "trace_builder.hpp"
 
@@ -22,17 +22,10 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using overlap::test::TraceBuilder;
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
+using Result = overlap::test::CliResult;
 
 Result run(const std::vector<std::string>& args) {
-  std::ostringstream out;
-  std::ostringstream err;
-  const int code = overlap::cli::run(args, out, err);
-  return {code, out.str(), err.str()};
+  return overlap::test::run_cli(args);
 }
 
 bool contains(const std::string& text, const std::string& needle) {

@@ -403,33 +403,35 @@ class Converter {
     return std::max(0.0, end - std::clamp(device_busy_until_, start, end));
   }
 
+  // An allocation counts as synchronizing only when the trace shows it
+  // waiting for running work: CUDA documents that it may, but cudaMalloc and
+  // cudaMallocHost return at once in practice (seen on the H100). A free
+  // synchronizes unless it returned with work still running. Stream-ordered
+  // ones never wait.
   void convert_alloc(std::size_t index) {
     const Call& c = trace_.calls[index];
     allocations_.add(c.ptr, c.bytes, c.memory);
-    // An allocation counts as synchronizing only when the trace shows it
-    // waiting for running work: CUDA documents that it may, but cudaMalloc
-    // and cudaMallocHost return at once in practice (seen on the H100), and
-    // stream-ordered allocation never waits.
-    if (c.memory == "async" || !waited_for_work(c)) {
-      convert_other(index);
-      return;
-    }
-    flush_host_work(ms(c.start));
-    const op_kind kind = c.memory == "pinned" ? op_kind::host_allocate : op_kind::device_allocate;
-    out_.program.implicit_sync(kind, host_cost_after_drain(c));
-    out_.program.last().label = c.api;
-    from_call(index);
+    const bool pinned = c.memory == "pinned";
+    convert_implicit_sync(index, waited_for_work(c),
+                          pinned ? op_kind::host_allocate : op_kind::device_allocate);
   }
 
   void convert_free(std::size_t index) {
     const Call& c = trace_.calls[index];
     allocations_.remove(c.ptr);
-    if (c.memory == "async" || returned_with_work_in_flight(c)) {
+    const bool pinned = c.memory == "pinned";
+    convert_implicit_sync(index, !returned_with_work_in_flight(c),
+                          pinned ? op_kind::host_free : op_kind::device_free);
+  }
+
+  // An allocation or free: a drain (then its host cost) when it synchronized, else host work.
+  void convert_implicit_sync(std::size_t index, bool synchronized, op_kind kind) {
+    const Call& c = trace_.calls[index];
+    if (c.memory == "async" || !synchronized) {
       convert_other(index);
       return;
     }
     flush_host_work(ms(c.start));
-    const op_kind kind = c.memory == "pinned" ? op_kind::host_free : op_kind::device_free;
     out_.program.implicit_sync(kind, host_cost_after_drain(c));
     out_.program.last().label = c.api;
     from_call(index);
