@@ -489,19 +489,12 @@ class Converter {
     add_notes();
   }
 
-  static std::optional<double> median(std::vector<double> values) {
-    if (values.empty()) return std::nullopt;
-    const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-    std::nth_element(values.begin(), middle, values.end());
-    return *middle;
-  }
-
   [[nodiscard]] Calibration calibration() const {
     Calibration c;
     c.wakeup_samples = wakeups_.size();
-    c.host_wakeup_latency = median(wakeups_);
-    c.h2d_pageable_gbps = median(h2d_pageable_rates_);
-    c.d2h_pageable_gbps = median(d2h_pageable_rates_);
+    c.host_wakeup_latency = detail::median(wakeups_);
+    c.h2d_pageable_gbps = detail::median(h2d_pageable_rates_);
+    c.d2h_pageable_gbps = detail::median(d2h_pageable_rates_);
     return c;
   }
 

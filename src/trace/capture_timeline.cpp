@@ -94,6 +94,13 @@ Timeline measured_timeline(const Program& program, const RawTrace& trace,
   return t;
 }
 
+std::optional<double> median(std::vector<double> values) {
+  if (values.empty()) return std::nullopt;
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  return *middle;
+}
+
 void measure_start_latencies(const Timeline& t, const std::vector<OpOrigin>& origin,
                              Calibration& calibration) {
   std::map<engine, std::vector<double>> ends;  // per engine, sorted
@@ -115,12 +122,6 @@ void measure_start_latencies(const Timeline& t, const std::vector<OpOrigin>& ori
     if (s.start < ready) continue;
     (s.unit == engine::compute && s.kind == op_kind::kernel ? kernels : copies).push_back(s.start - ready);
   }
-  const auto median = [](std::vector<double>& v) -> std::optional<double> {
-    if (v.empty()) return std::nullopt;
-    const auto middle = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-    std::nth_element(v.begin(), middle, v.end());
-    return *middle;
-  };
   calibration.start_samples = kernels.size() + copies.size();
   calibration.kernel_start_latency = median(kernels);
   calibration.copy_start_latency = median(copies);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "overlap/core/program.hpp"
@@ -18,6 +19,9 @@ namespace overlap::trace::detail {
 [[nodiscard]] Timeline measured_timeline(const Program& program, const RawTrace& trace,
                                          const std::vector<std::vector<std::size_t>>& work,
                                          const std::vector<OpOrigin>& origin, std::uint64_t t0);
+
+/// The median of `values` (the upper one of an even count), or nothing when empty.
+[[nodiscard]] std::optional<double> median(std::vector<double> values);
 
 /// Fills calibration.kernel_start_latency and copy_start_latency from `t`:
 /// for each device span, its start minus the latest of its call's return,
