@@ -89,12 +89,14 @@ def run(command, cwd, timeout):
 # --- accuracy ----------------------------------------------------------------------------
 
 
-def audit_once(overlap, app_path, args, rule, scratch, timeout):
-    """One audited run: its total, the planted finding's prediction, the app's own loop time."""
+def audit_once(overlap, app_path, args, rule, scratch, timeout, raw=None):
+    """One audited run: its total, the planted finding's prediction, the app's own loop time.
+    With raw, the trace is kept in that file."""
     report_path = os.path.join(scratch, "audit.json")
     if os.path.exists(report_path):
         os.remove(report_path)
-    command = [overlap, "audit", "--json", "-o", report_path, "--", app_path] + args
+    command = [overlap, "audit", "--json", "-o", report_path] + (["--raw", raw] if raw else []) + \
+        ["--", app_path] + args
     code, out, err, _ = run(command, scratch, timeout)
     sample = {"command": " ".join(shlex.quote(c) for c in command), "audit_exit_code": code, "total_ms": None,
               "predicted_ms": None, "loop_ms": None, "rules": [], "app_exit_code": None, "error": None}
@@ -130,7 +132,7 @@ def audit_once(overlap, app_path, args, rule, scratch, timeout):
     return sample
 
 
-def measure_accuracy(overlap, apps_dir, reps, timeout, scratch):
+def measure_accuracy(overlap, apps_dir, reps, timeout, scratch, keep=None):
     rows = []
     for app, rule in TIMED_APPS:
         app_path = os.path.join(apps_dir, "app_" + app)
@@ -141,7 +143,8 @@ def measure_accuracy(overlap, apps_dir, reps, timeout, scratch):
         trapped, repaired = [], []
         for rep in range(reps):
             for samples, args, what in ((trapped, [], "app"), (repaired, ["--repaired"], "twin")):
-                s = audit_once(overlap, app_path, args, rule, scratch, timeout)
+                raw = os.path.join(keep, f"{app}.{what}.{rep + 1}.jsonl") if keep else None
+                s = audit_once(overlap, app_path, args, rule, scratch, timeout, raw)
                 samples.append(s)
                 shown = f"{s['total_ms']:.2f} ms" if s["total_ms"] is not None else s["error"]
                 log(f"[{app} {what} {rep + 1}/{reps}] total {shown}; rules {', '.join(s['rules']) or 'none'}")
@@ -281,6 +284,7 @@ def main():
     parser.add_argument("--overhead-reps", type=int, default=3, help="bench runs with and without tracing (default 3)")
     parser.add_argument("--bench-args", default="--quick",
                         help="arguments for `overlap bench` in the overhead part (default: --quick)")
+    parser.add_argument("--keep", metavar="DIR", help="keep each audited run's trace in DIR (APP.app|twin.N.jsonl)")
     parser.add_argument("--skip-accuracy", action="store_true", help="measure the overhead only")
     parser.add_argument("--skip-overhead", action="store_true", help="measure the accuracy only")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds one command may run (default 600)")
@@ -297,7 +301,10 @@ def main():
     rows, overhead = [], None
     with tempfile.TemporaryDirectory(prefix="audit_accuracy_") as scratch:
         if not args.skip_accuracy:
-            rows = measure_accuracy(overlap, apps_dir, args.reps, args.timeout, scratch)
+            if args.keep:
+                os.makedirs(args.keep, exist_ok=True)
+            rows = measure_accuracy(overlap, apps_dir, args.reps, args.timeout, scratch,
+                                    os.path.abspath(args.keep) if args.keep else None)
         if not args.skip_overhead:
             overhead = measure_overhead(overlap, shlex.split(args.bench_args), args.overhead_reps, args.timeout,
                                         scratch)

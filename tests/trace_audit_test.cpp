@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "overlap/core/device_model.hpp"
+#include "overlap/sim/simulator.hpp"
 #include "overlap/trace/audit.hpp"
 #include "trace_builder.hpp"
 
@@ -221,6 +223,26 @@ TEST(TraceAudit, AllocationsBetweenWorkLeaveTheDeviceIdle) {
   EXPECT_NEAR(*f.predicted_saving, 4.0, 0.1);
 }
 
+TEST(TraceAudit, IdleGapsUnderOnePercentOfTheActiveWindowAreNotAFinding) {
+  TraceBuilder t;
+  t.stream(13, "non_blocking");
+  t.call("cudaMalloc", "alloc", 0, 10, {{"ptr", dev_x}, {"bytes", 64 << 20}, {"memory", "device"}});
+  for (int i = 0; i < 3; ++i) {  // 30 ms kernels; 0.3 ms idle in cudaMalloc between them, twice
+    const double t0 = 100 + 30400.0 * i;
+    t.call("cudaLaunchKernel", "launch", t0, t0 + 5,
+           {{"stream", 13}, {"kernel", "_Z4stepPf"}, {"ptrs", {dev_x}}});
+    t.work("kernel", t0 + 10, t0 + 30010, {{"stream", 13}});
+    t.call("cudaStreamSynchronize", "stream_sync", t0 + 6, t0 + 30012, {{"stream", 13}});
+    if (i < 2) {
+      t.call(
+          "cudaMalloc", "alloc", t0 + 30015, t0 + 30315,
+          {{"ptr", dev_y + (static_cast<std::uint64_t>(i) << 20)}, {"bytes", 1 << 20}, {"memory", "device"}});
+    }
+  }
+  const trace::AuditReport r = audit_of(t.footer());
+  EXPECT_TRUE(r.findings.empty()) << trace::format_text(r);  // 0.6 ms of 91 ms
+}
+
 TEST(TraceAudit, ACallThatLeftTheDeviceIdleOnceIsSetUpNotAFinding) {
   TraceBuilder t;
   t.stream(13, "non_blocking");
@@ -268,6 +290,96 @@ TEST(TraceAudit, AnAllocationThatReturnedWithWorkRunningDidNotSynchronize) {
       1);
   // cudaFree did wait for the kernel (it returned 10 us after it): a drain.
   EXPECT_EQ(ops.back().kind, op_kind::device_free);
+}
+
+// alloc_in_loop in small: 4 chunks on 2 streams, each uploads (300 us),
+// runs a kernel (10 us) into a scratch buffer and downloads it (300 us).
+// With allocations, each chunk's cudaMalloc (250 us) returns while its
+// upload runs (no drain) and its cudaFree waits for the download (a drain).
+// The twin allocates nothing in the loop and issues back to back.
+TraceBuilder chunks_with_scratch(bool allocate_in_loop) {
+  TraceBuilder t;
+  t.stream(13, "non_blocking").stream(14, "non_blocking");
+  t.call("cudaMalloc", "alloc", 0, 10, {{"ptr", dev_x}, {"bytes", 4 << 20}, {"memory", "device"}});
+  t.call("cudaMallocHost", "alloc", 10, 20, {{"ptr", host_pinned}, {"bytes", 8 << 20}, {"memory", "pinned"}});
+  double host = 100;
+  double h2d_free = 0;  // when the upload engine is free again, and the download engine
+  double d2h_free = 0;
+  std::map<int, double> stream_free;
+  for (int i = 0; i < 4; ++i) {
+    const int stream = 13 + i % 2;
+    const std::uint64_t in = dev_x + (static_cast<std::uint64_t>(i) << 20);
+    const std::uint64_t scratch = allocate_in_loop ? dev_y + (static_cast<std::uint64_t>(i) << 20) : dev_y;
+    const std::uint64_t host_in = host_pinned + (static_cast<std::uint64_t>(i) << 20);
+    t.call("cudaMemcpyAsync", "copy", host, host + 3,
+           {{"dst", in},
+            {"src", host_in},
+            {"bytes", 1 << 20},
+            {"kind", "h2d"},
+            {"stream", stream},
+            {"async", true}});
+    const double up = std::max({host + 10, h2d_free, stream_free[stream]});
+    t.work("memcpy", up, up + 300,
+           {{"bytes", 1 << 20}, {"kind", "h2d"}, {"src", "pinned"}, {"dst", "device"}, {"stream", stream}});
+    h2d_free = up + 300;
+    host += 5;
+    if (allocate_in_loop) {
+      t.call("cudaMalloc", "alloc", host, host + 250,
+             {{"ptr", scratch}, {"bytes", 1 << 20}, {"memory", "device"}});
+      host += 251;
+    }
+    t.call("cudaLaunchKernel", "launch", host, host + 4,
+           {{"stream", stream}, {"kernel", "_Z5scalePKfPf"}, {"ptrs", {in, scratch}}});
+    t.work("kernel", up + 300, up + 310, {{"stream", stream}});
+    host += 5;
+    t.call("cudaMemcpyAsync", "copy", host, host + 3,
+           {{"dst", host_in + (8 << 20) / 2},
+            {"src", scratch},
+            {"bytes", 1 << 20},
+            {"kind", "d2h"},
+            {"stream", stream},
+            {"async", true}});
+    const double down = std::max(up + 310, d2h_free);
+    t.work("memcpy", down, down + 300,
+           {{"bytes", 1 << 20}, {"kind", "d2h"}, {"src", "device"}, {"dst", "pinned"}, {"stream", stream}});
+    d2h_free = stream_free[stream] = down + 300;
+    host += 5;
+    if (allocate_in_loop) {  // waits for every chunk in flight
+      const double drained = std::max(h2d_free, d2h_free);
+      t.call("cudaFree", "free", host, drained + 5, {{"ptr", scratch}, {"memory", "device"}});
+      host = drained + 6;
+    }
+  }
+  t.call("cudaDeviceSynchronize", "device_sync", host, std::max({host, h2d_free, d2h_free}) + 5);
+  return t.footer();
+}
+
+TEST(TraceAudit, AllocationsInTheLoopArePricedAsTheTwinThatMakesNone) {
+  const trace::Capture app = chunks_with_scratch(true).capture();
+  const trace::AuditReport r = trace::audit(app, DeviceModel::preset("h100"));
+  const auto f = std::find_if(r.findings.begin(), r.findings.end(), [](const trace::AuditFinding& x) {
+    return x.rule == "implicit-synchronization";
+  });
+  ASSERT_NE(f, r.findings.end()) << trace::format_text(r);
+  // Measured: all 8 calls, not only the listed ones; 4 x 250 us of cudaMalloc
+  // plus the 4 frees, each from its call to the end of the drain + 5 us.
+  ASSERT_TRUE(f->measured.has_value());
+  double frees = 0;
+  for (op_id i = 0; i < app.program.ops().size(); ++i) {
+    if (app.program.ops()[i].kind == op_kind::device_free)
+      frees += app.origin[i].call_end - app.origin[i].call_start;
+  }
+  EXPECT_NEAR(f->measured->time, 4 * 0.25 + frees, 1e-9);
+  EXPECT_NE(f->measured->text.find("8 allocation or free calls"), std::string::npos) << f->measured->text;
+  EXPECT_NE(f->measured->text.find("4 of them waiting"), std::string::npos) << f->measured->text;
+  // Predicted: the run without any of them, which is what the twin does.
+  const trace::Capture twin = chunks_with_scratch(false).capture();
+  const DeviceModel model = DeviceModel::preset("h100");
+  const double twin_saving =
+      sim::simulate(app.program, model).total() - sim::simulate(twin.program, model).total();
+  ASSERT_TRUE(f->predicted_saving.has_value());
+  EXPECT_GT(twin_saving, 0.5);
+  EXPECT_NEAR(*f->predicted_saving, twin_saving, 0.1 * twin_saving);
 }
 
 TEST(TraceAudit, JsonHasEveryDocumentedField) {

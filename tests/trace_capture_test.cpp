@@ -2,9 +2,12 @@
 // its measured Timeline, checked against hand-written traces.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
+#include "overlap/core/device_model.hpp"
 #include "overlap/core/error.hpp"
+#include "overlap/sim/simulator.hpp"
 #include "overlap/trace/capture.hpp"
 #include "trace_builder.hpp"
 
@@ -170,6 +173,75 @@ TEST(TraceCapture, CallsBecomeOpsInHostOrder) {
   EXPECT_TRUE(run.origin[12].synthesized);
 }
 
+TEST(TraceCapture, EveryAllocationCallIsAnOpOfItsOwn) {
+  TraceBuilder t;
+  t.stream(13, "non_blocking");
+  t.call("cudaLaunchKernel", "launch", 0, 5, {{"stream", 13}, {"kernel", "_Z4busyv"}});
+  t.work("kernel", 10, 1010, {{"stream", 13}});
+  // 4 us, far below min_call_op, and returned with the kernel running.
+  t.call("cudaMalloc", "alloc", 20, 24, {{"ptr", dev_a}, {"bytes", 4096}, {"memory", "device"}});
+  t.call("cudaMallocAsync", "alloc", 30, 33,
+         {{"ptr", dev_a + 8192}, {"bytes", 4096}, {"memory", "async"}, {"stream", 13}});
+  t.call("cudaDeviceSynchronize", "device_sync", 40, 1020);
+  const trace::Capture run = t.footer().capture();
+  const auto& ops = run.program.ops();
+  const auto labelled = [&](const std::string& label) {
+    for (op_id i = 0; i < ops.size(); ++i) {
+      if (ops[i].label == label) return i;
+    }
+    return static_cast<op_id>(ops.size());
+  };
+  const op_id malloc = labelled("cudaMalloc");
+  ASSERT_LT(malloc, ops.size());
+  EXPECT_EQ(ops[malloc].kind, op_kind::host_work);
+  EXPECT_DOUBLE_EQ(*ops[malloc].duration, 0.004);
+  EXPECT_TRUE(run.origin[malloc].allocation);
+  // A stream-ordered allocation is its own op too, but not one to hoist out of a loop.
+  const op_id async = labelled("cudaMallocAsync");
+  ASSERT_LT(async, ops.size());
+  EXPECT_FALSE(run.origin[async].allocation);
+  EXPECT_FALSE(run.origin[0].allocation);  // the launch
+}
+
+TEST(TraceCapture, ACallsTimeAfterItsWorkStartedIsHostWorkAfterTheOp) {
+  TraceBuilder t;
+  t.stream(13, "non_blocking");
+  t.call("cudaMalloc", "alloc", 0, 10, {{"ptr", dev_a}, {"bytes", 1 << 20}, {"memory", "device"}});
+  t.call("cudaMallocHost", "alloc", 10, 20, {{"ptr", host_pinned}, {"bytes", 1 << 20}, {"memory", "pinned"}});
+  // The copy ran 100-200 us; the call that issued it returned at 5100 us
+  // (the first cudaMemcpyAsync of a process did so on the H100).
+  t.call("cudaMemcpyAsync", "copy", 100, 5100,
+         {{"dst", dev_a},
+          {"src", host_pinned},
+          {"bytes", 1 << 20},
+          {"kind", "h2d"},
+          {"stream", 13},
+          {"async", true}});
+  t.work("memcpy", 100, 200,
+         {{"bytes", 1 << 20}, {"kind", "h2d"}, {"src", "pinned"}, {"dst", "device"}, {"stream", 13}});
+  t.call("cudaLaunchKernel", "launch", 5100, 5105,
+         {{"stream", 13}, {"kernel", "_Z4workPf"}, {"ptrs", {dev_a}}});
+  t.work("kernel", 5110, 5210, {{"stream", 13}});
+  t.call("cudaDeviceSynchronize", "device_sync", 5106, 5220);
+  const trace::Capture run = t.footer().capture();
+  const auto& ops = run.program.ops();
+  const auto copy =
+      std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.kind == op_kind::copy; });
+  ASSERT_NE(copy, ops.end());
+  ASSERT_NE(copy + 1, ops.end());
+  // Everything after the copy started, less the model's 3 us for the call,
+  // holds back the kernel: host work between the copy and the launch (with
+  // the launch's own 2 us beyond the model's 3, spent before its kernel ran).
+  EXPECT_EQ((copy + 1)->kind, op_kind::host_work);
+  EXPECT_NEAR(*(copy + 1)->duration, 4.997 + 0.002, 1e-9);
+  // Simulated, the kernel starts about when it did, not 4.9 ms early.
+  const Timeline predicted = sim::simulate(run.program, DeviceModel::preset("h100"));
+  const auto kernel = std::find_if(predicted.spans.begin(), predicted.spans.end(),
+                                   [](const Span& s) { return s.kind == op_kind::kernel; });
+  ASSERT_NE(kernel, predicted.spans.end());
+  EXPECT_GT(kernel->start, 5.0);
+}
+
 TEST(TraceCapture, AccessesComeFromPointers) {
   const trace::Capture run = two_chunks().capture();
   const Program& p = run.program;
@@ -326,6 +398,30 @@ TEST(TraceCalibration, LatenciesAreReadOffTheTrace) {
   EXPECT_NEAR(calibrated.host_wakeup_latency, 0.004, 1e-12);
   EXPECT_NEAR(calibrated.h2d_pageable.at(1 << 20), 9.5, 1e-12);
   EXPECT_EQ(said.size(), 3U);
+}
+
+TEST(TraceCalibration, PageableRatesAreTheHostsTimeInTheCall) {
+  TraceBuilder t;
+  t.stream(13, "non_blocking");
+  t.call("cudaMalloc", "alloc", 0, 10, {{"ptr", dev_a}, {"bytes", 2 << 20}, {"memory", "device"}});
+  // 1 MiB each; the host stages for 140 us before the DMA runs (420 us), and
+  // the call returns with the last piece still moving: 550 us in the call.
+  for (int i = 0; i < 2; ++i) {
+    const double t0 = 100.0 + 1000.0 * i;
+    t.call("cudaMemcpyAsync", "copy", t0, t0 + 550,
+           {{"dst", dev_a + (static_cast<std::uint64_t>(i) << 20)},
+            {"src", host_pageable},
+            {"bytes", 1 << 20},
+            {"kind", "h2d"},
+            {"stream", 13},
+            {"async", true}});
+    t.work("memcpy", t0 + 140, t0 + 560,
+           {{"bytes", 1 << 20}, {"kind", "h2d"}, {"src", "pageable"}, {"dst", "device"}, {"stream", 13}});
+  }
+  t.call("cudaStreamSynchronize", "stream_sync", 1700, 1710, {{"stream", 13}});
+  const trace::Capture run = t.footer().capture();
+  ASSERT_TRUE(run.calibration.h2d_pageable_gbps.has_value());
+  EXPECT_NEAR(*run.calibration.h2d_pageable_gbps, (1 << 20) / 550e-6 / 1e9, 1e-9);
 }
 
 }  // namespace

@@ -46,6 +46,11 @@ struct ActiveWindow {
 [[nodiscard]] double saving_without(const Program& program, const std::set<op_id>& dropped,
                                     const DeviceModel& model);
 
+/// The allocation and free calls made after the first device work was
+/// issued and before the last ended, synchronizing or not: what "allocate
+/// once, outside the loop" takes away (a twin that does it makes none).
+[[nodiscard]] std::vector<op_id> allocations_in_run(const Capture& run);
+
 /// NVTX ranges enclosing each op's call, as "train (12), eval (3)"; empty if none.
 [[nodiscard]] std::string ranges_of(const Capture& run, const std::vector<op_id>& ops);
 

@@ -127,6 +127,25 @@ MeasuredCost host_blocked_cost(const Capture& run, const std::vector<op_id>& ops
   return {blocked, text};
 }
 
+// Every allocation and free made while the device worked (allocations_in_run),
+// and how many of them drained the device first.
+MeasuredCost allocation_cost(const Capture& run) {
+  const std::vector<op_id> ids = allocations_in_run(run);
+  double spent = 0.0;
+  std::size_t drained = 0;
+  for (const op_id op : ids) {
+    spent += call_time(run, op);
+    if (is_implicitly_synchronizing(run.program.ops()[op].kind)) ++drained;
+  }
+  std::string text =
+      fmt::format("the host spent {} in {} while the device worked, {} waiting for it to drain",
+                  ms_text(spent), count_text(ids.size(), "allocation or free call"),
+                  drained == ids.size() ? std::string("each") : fmt::format("{} of them", drained));
+  if (const std::string ranges = ranges_of(run, ids); !ranges.empty())
+    text += fmt::format(" (NVTX ranges: {})", ranges);
+  return {spent, text};
+}
+
 // Copies listed by the serialization finding: how long each waited for the
 // copy engine after it was ready to run.
 MeasuredCost queued_cost(const Capture& run, const check::Finding& f) {
@@ -190,15 +209,14 @@ std::optional<MeasuredCost> measured_cost(const Capture& run, const check::Findi
                                        }),
                              "pageable copy");
   }
-  if (f.rule == check::rules::implicit_synchronization || f.rule == check::rules::device_synchronize) {
+  if (f.rule == check::rules::implicit_synchronization) return allocation_cost(run);
+  if (f.rule == check::rules::device_synchronize) {
     std::vector<op_id> ids;
     for (const check::OpRef& ref : f.ops) {
       const op_kind kind = p.ops()[ref.id].kind;
       if (is_implicitly_synchronizing(kind) || kind == op_kind::device_synchronize) ids.push_back(ref.id);
     }
-    return host_blocked_cost(
-        run, ids,
-        f.rule == check::rules::device_synchronize ? "device-wide synchronize" : "allocation or free");
+    return host_blocked_cost(run, ids, "device-wide synchronize");
   }
   if (f.rule == check::rules::copy_engine_serialization) return queued_cost(run, f);
   return std::nullopt;

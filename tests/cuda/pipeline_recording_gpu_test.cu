@@ -1,5 +1,6 @@
 // The measured timeline of a recorded Pipeline run on a GPU: one
-// well-formed span per work op of the Program, in stream order, and in a
+// well-formed span per work op of the Program, in stream order, copies of
+// one direction one at a time, and in a
 // transfer-bound run at least one host-to-device copy overlapping a kernel
 // or a device-to-host copy: the evidence that the run actually overlapped.
 #include <cuda_runtime.h>
@@ -104,6 +105,16 @@ TEST(PipelineRecording, MeasuredTimelineHasOneWellFormedSpanPerWorkOpAndShowsOve
       EXPECT_GE(span.start, last->end) << "op " << span.op << " overlaps op " << last->op << " on its stream";
     }
     last = &span;
+  }
+
+  // Copies in one direction run one at a time, so their spans never overlap:
+  // a copy queued behind another stream's starts when that one ends.
+  for (const Span& a : timeline.spans) {
+    for (const Span& b : timeline.spans) {
+      if (a.op < b.op && a.kind == op_kind::copy && b.kind == op_kind::copy && a.direction == b.direction) {
+        EXPECT_FALSE(overlap_in_time(a, b)) << "copies op " << a.op << " and op " << b.op << " overlap";
+      }
+    }
   }
 
   // The cross-check that it overlapped: a host-to-device copy running while

@@ -35,6 +35,12 @@ enum class pageable_memory {
 };
 
 /// Whether to bracket every op with timing events and return a measured Timeline.
+///
+/// A span runs from when its stream reached the op (for a copy: or when the
+/// copy before it in its direction ended, whichever is later) to the op's
+/// end. Events cannot see the 5-25 us an engine takes to start an op once it
+/// is ready (measured on an H100: bench/RESULTS.md), so spans of short ops read
+/// long; `overlap trace` (CUPTI) times each op on its engine.
 enum class recording { off, on };
 
 /// Whether run() checks the Program it built for races before issuing it.

@@ -63,6 +63,9 @@ struct OpOrigin {
   bool synthesized = false;
   /// Kernels: some pointer parameter was found in an allocation.
   bool accesses_from_pointers = false;
+  /// An allocation or free call (device, pinned, managed or stream-ordered),
+  /// whether it synchronized (an implicit-sync op) or not (host work).
+  bool allocation = false;
 };
 
 /// An NVTX range in trace time (milliseconds from the trace start).
@@ -85,7 +88,8 @@ struct Calibration {
   std::optional<double> kernel_start_latency;
   std::optional<double> copy_start_latency;
   std::size_t start_samples = 0;
-  /// Median rates of pageable copies of at least 64 KiB, GB/s.
+  /// Median rates of pageable copies of at least 64 KiB, GB/s: bytes over the
+  /// host's time in the call from when the copy could begin (staging included).
   std::optional<double> h2d_pageable_gbps;
   std::optional<double> d2h_pageable_gbps;
 };
