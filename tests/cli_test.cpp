@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -114,6 +115,18 @@ TEST(Cli, OutputFileIsWrittenWhole) {
   const auto timeline = nlohmann::json::parse(in);
   EXPECT_EQ(timeline.at("spans").size(), 6u);
   EXPECT_FALSE(fs::exists(target + ".partial"));
+}
+
+TEST(Cli, HtmlReportIsOneFileWithTheSummary) {
+  const TempDir dir;
+  const auto target = (dir.path() / "r.html").string();
+  const Result r = run({"simulate", example("seed004.yaml"), "--format", "html", "-o", target});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(target);
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(page.starts_with("<!DOCTYPE html>"));
+  EXPECT_NE(page.find("<tr><th>Speedup</th><td>1.50x</td></tr>"), std::string::npos);
+  EXPECT_TRUE(page.ends_with("</html>\n"));
 }
 
 void expect_bad_input(const Result& r, const std::string& needle) {

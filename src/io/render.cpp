@@ -11,12 +11,13 @@ namespace overlap::io {
 
 namespace {
 
-constexpr std::array<std::pair<std::string_view, format>, 5> format_table{{
+constexpr std::array<std::pair<std::string_view, format>, 6> format_table{{
     {"summary", format::summary},
     {"ascii", format::ascii},
     {"mermaid", format::mermaid},
     {"chrome", format::chrome},
     {"json", format::json},
+    {"html", format::html},
 }};
 
 }  // namespace
@@ -60,6 +61,7 @@ std::string render(const Timeline& timeline, format what) {
     case format::mermaid: return to_mermaid(timeline);
     case format::chrome: return to_chrome_trace(timeline);
     case format::json: return to_json(timeline);
+    case format::html: return to_html(timeline);
   }
   return to_summary(timeline);
 }

@@ -6,6 +6,7 @@
 
 #include "overlap/core/metrics.hpp"
 #include "overlap/io/exporters.hpp"
+#include "summary_lines.hpp"
 
 namespace overlap::io {
 
@@ -87,7 +88,7 @@ std::string stall_line(const Timeline& timeline, const span_index& index, const 
     who = fmt::format("{} on {}", op_name(waiting), stream_name(timeline, waiting.stream));
     other = waited_for_name(timeline, index, waiting, stall);
   }
-  return fmt::format("  {} idle {} → {} ({}): {} {}\n", to_string(stall.unit), format_number(stall.idle_from),
+  return fmt::format("{} idle {} → {} ({}): {} {}", to_string(stall.unit), format_number(stall.idle_from),
                      with_unit(timeline, stall.idle_to), with_unit(timeline, stall.idle()), who,
                      reason_sentence(stall.reason, other));
 }
@@ -124,19 +125,30 @@ std::string host_blocked_line(const Timeline& timeline) {
 
 std::string stalls_section(const Timeline& timeline, const Metrics& metrics) {
   if (metrics.stalls.empty()) return "Why not faster: no engine was left idle while work waited.\n";
-  // Only the listed stalls need lookups, but the index keeps each one O(1).
-  span_index index;
-  index.reserve(timeline.spans.size());
-  for (const Span& span : timeline.spans) index.emplace(span.op, &span);
   std::string text = "Why not faster:\n";
-  const std::size_t shown = std::min(metrics.stalls.size(), max_stalls_listed);
-  for (std::size_t i = 0; i < shown; ++i) text += stall_line(timeline, index, metrics.stalls[i]);
-  if (metrics.stalls.size() > shown)
-    text += fmt::format("  ... and {} more\n", metrics.stalls.size() - shown);
+  for (const std::string& line : detail::why_not_faster(timeline, metrics)) text += "  " + line + "\n";
   return text;
 }
 
 }  // namespace
+
+namespace detail {
+
+std::vector<std::string> why_not_faster(const Timeline& timeline, const Metrics& metrics) {
+  // Only the listed stalls need lookups, but the index keeps each one O(1).
+  span_index index;
+  index.reserve(timeline.spans.size());
+  for (const Span& span : timeline.spans) index.emplace(span.op, &span);
+  std::vector<std::string> lines;
+  const std::size_t shown = std::min(metrics.stalls.size(), max_stalls_listed);
+  lines.reserve(shown + 1);
+  for (std::size_t i = 0; i < shown; ++i) lines.push_back(stall_line(timeline, index, metrics.stalls[i]));
+  if (metrics.stalls.size() > shown)
+    lines.push_back(fmt::format("... and {} more", metrics.stalls.size() - shown));
+  return lines;
+}
+
+}  // namespace detail
 
 std::string to_summary(const Timeline& timeline) {
   const Metrics metrics = compute_metrics(timeline);

@@ -38,10 +38,13 @@ Examples:
   # open the timeline in Perfetto (ui.perfetto.dev) or chrome://tracing
   overlap simulate examples/seed004.yaml --format chrome -o trace.json
 
+  # one self-contained page: the summary and the Gantt, for any browser
+  overlap simulate examples/seed004.yaml --format html -o report.html
+
 Devices: unit (every op takes its given time; the default without a spec),
 h100, hyperq, fermi-2ce, fermi-1ce, or a JSON model file ('overlap device').
-Formats: summary (default), ascii, mermaid, chrome, json; several may be
-given (--format ascii,summary). Exit codes: 0 ok, 2 bad input.)";
+Formats: summary (default), ascii, mermaid, chrome, json, html; several may
+be given (--format ascii,summary). Exit codes: 0 ok, 2 bad input.)";
 
 // CLI11's NonNegativeNumber prints the whole double range; say it plainly.
 const CLI::Validator time_value(
@@ -157,7 +160,7 @@ Subcommand add_simulate(CLI::App& parent, Streams io) {
   app->add_option("--device", o->device,
                   "Device model: a preset or a JSON model file (default: the spec's, else unit)");
   app->add_option("-f,--format", o->formats,
-                  "Output: summary, ascii, mermaid, chrome, json (repeat or comma-separate)")
+                  "Output: summary, ascii, mermaid, chrome, json, html (repeat or comma-separate)")
       ->delimiter(',');
   app->add_flag("--json", o->json, "Same as --format json: the timeline as JSON");
   app->add_option("-o,--output", o->output, "Write to FILE instead of standard output");

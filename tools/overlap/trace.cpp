@@ -103,7 +103,7 @@ Subcommand add_trace(CLI::App& parent, Streams io) {
       parent.add_subcommand("trace", "Run an unmodified CUDA app and record what its streams did");
   app->footer(examples);
   app->add_option("command", o->command, "The app and its arguments, after --");
-  app->add_option("-f,--format", o->formats, "Output format(s): summary, ascii, mermaid, chrome, json")
+  app->add_option("-f,--format", o->formats, "Output format(s): summary, ascii, mermaid, chrome, json, html")
       ->delimiter(',');
   app->add_option("-o,--output", o->output, "Write the timeline to FILE instead of standard output");
   app->add_option("--program", o->program, "Also write the captured program as a spec file (YAML)");

@@ -3,7 +3,8 @@
 // `summary` (times, speedup, engine use, the bound and the stalls that kept
 // the run from it), `ascii` (the seeds' slot-by-slot timeline), `mermaid` (a
 // Gantt block), `chrome` (Trace Event Format JSON for Perfetto and
-// chrome://tracing) and `json` (the Timeline itself, readable back).
+// chrome://tracing), `json` (the Timeline itself, readable back) and `html`
+// (one self-contained page: the summary as a table and the Gantt chart).
 #pragma once
 
 #include <optional>
@@ -16,7 +17,7 @@
 namespace overlap::io {
 
 /// The output formats.
-enum class format { summary, ascii, mermaid, chrome, json };
+enum class format { summary, ascii, mermaid, chrome, json, html };
 
 /// Parses a format name; empty optional if unknown.
 [[nodiscard]] std::optional<format> parse_format(std::string_view name) noexcept;
@@ -28,6 +29,10 @@ enum class format { summary, ascii, mermaid, chrome, json };
 [[nodiscard]] std::string to_mermaid(const Timeline& timeline);
 [[nodiscard]] std::string to_chrome_trace(const Timeline& timeline);
 [[nodiscard]] std::string to_json(const Timeline& timeline);
+/// One HTML page, no network needed: the summary table, the "why not
+/// faster" lines, and the Gantt (a lane per stream, per engine and for the
+/// host thread) drawn as SVG by an inline script from an embedded JSON block.
+[[nodiscard]] std::string to_html(const Timeline& timeline);
 /// Reads back what to_json wrote; throws overlap::invalid_input.
 [[nodiscard]] Timeline timeline_from_json(std::string_view text);
 

@@ -1,0 +1,141 @@
+// The script of the HTML report: it reads the page's JSON data block and
+// draws the Gantt as inline SVG (lanes per stream, per engine and for the
+// host thread; a time axis; zoom to the whole run, to the first chunks, or
+// to a range dragged across the plot; a tooltip per bar). Kept as one raw
+// string so the page needs nothing but itself.
+#pragma once
+
+#include <string_view>
+
+namespace overlap::io::detail {
+
+inline constexpr std::string_view html_renderer = R"JS(
+(function () {
+  'use strict';
+  var data = JSON.parse(document.getElementById('overlap-data').textContent);
+  // An op: [label, item (-1 none, -2 its chunk's number), start, duration, kind, stream,
+  //         engine (-1 none), size, op id, chunk]; a host span: [label, start, end, activity].
+  data.ops.forEach(function (o) { o[3] = o[2] + o[3]; });
+  var svg = document.getElementById('gantt');
+  var tip = document.getElementById('tip');
+  var NS = svg.namespaceURI;
+  var LABEL = 170, WIDTH = 1000, LANE = 22, BAR = 16, AXIS = 28;
+
+  // Lanes: every stream with ops, every engine with ops, the host thread.
+  var lanes = [];
+  var streamLane = {}, engineLane = {};
+  data.ops.forEach(function (o) { streamLane[o[5]] = true; if (o[6] >= 0) engineLane[o[6]] = true; });
+  Object.keys(streamLane).map(Number).sort(function (a, b) { return a - b; }).forEach(function (s) {
+    streamLane[s] = lanes.length; lanes.push(data.streams[s]);
+  });
+  Object.keys(engineLane).map(Number).sort(function (a, b) { return a - b; }).forEach(function (e) {
+    engineLane[e] = lanes.length; lanes.push(data.engines[e]);
+  });
+  var hostLane = data.host.length ? lanes.length : -1;
+  if (hostLane >= 0) lanes.push('host thread');
+
+  function el(name, attrs, parent) {
+    var n = document.createElementNS(NS, name);
+    for (var k in attrs) n.setAttribute(k, attrs[k]);
+    if (parent) parent.appendChild(n);
+    return n;
+  }
+  function num(x) { return +x.toPrecision(6); }
+  function niceStep(span) {
+    var raw = span / 10, p = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p;
+    return p * (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10);
+  }
+
+  var view = [0, data.total > 0 ? data.total : 1];
+  function draw() {
+    while (svg.firstChild) svg.removeChild(svg.firstChild);
+    var v0 = view[0], v1 = view[1], scale = WIDTH / (v1 - v0);
+    var height = AXIS + lanes.length * LANE + 4;
+    svg.setAttribute('viewBox', '0 0 ' + (LABEL + WIDTH + 40) + ' ' + height);
+    svg.setAttribute('height', height);
+    lanes.forEach(function (name, i) {
+      var y = AXIS + i * LANE;
+      el('rect', {x: LABEL, y: y, width: WIDTH, height: LANE, class: i % 2 ? 'lane odd' : 'lane'}, svg);
+      el('text', {x: LABEL - 6, y: y + LANE / 2 + 4, class: 'lane-label'}, svg).textContent = name;
+    });
+    var step = niceStep(v1 - v0);
+    for (var t = Math.ceil(v0 / step) * step; t <= v1 + step * 1e-9; t += step) {
+      var x = LABEL + (t - v0) * scale;
+      el('line', {x1: x, x2: x, y1: AXIS - 4, y2: AXIS + lanes.length * LANE, class: 'tick'}, svg);
+      el('text', {x: x, y: AXIS - 8, class: 'tick-label'}, svg).textContent = num(t);
+    }
+    el('text', {x: LABEL + WIDTH + 4, y: AXIS - 8, class: 'unit'}, svg).textContent = data.unit;
+    var bars = el('g', {}, svg);
+    function bar(lane, start, end, cls, index) {
+      if (end < v0 || start > v1 || (start === v1 && end > start)) return;  // outside the view
+      var x = LABEL + (Math.max(start, v0) - v0) * scale;
+      var w = Math.max((Math.min(end, v1) - Math.max(start, v0)) * scale, 1);
+      el('rect', {x: x, y: AXIS + lane * LANE + (LANE - BAR) / 2, width: w, height: BAR, class: cls,
+                  'data-i': index}, bars);
+    }
+    data.ops.forEach(function (o, i) {
+      var cls = 'bar k-' + data.kinds[o[4]];
+      bar(streamLane[o[5]], o[2], o[3], cls, i);
+      if (o[6] >= 0) bar(engineLane[o[6]], o[2], o[3], cls, i);
+    });
+    data.host.forEach(function (h, i) { bar(hostLane, h[1], h[2], 'bar h-' + data.activities[h[3]], -1 - i); });
+  }
+
+  svg.addEventListener('mousemove', function (ev) {
+    var i = ev.target.getAttribute && ev.target.getAttribute('data-i');
+    if (i === null || i === undefined) { tip.style.display = 'none'; return; }
+    i = +i;
+    var text;
+    if (i >= 0) {
+      var o = data.ops[i];
+      var item = o[1] >= 0 ? ' ' + data.items[o[1]] : o[1] === -2 ? ' ' + o[9] : '';
+      var bytes = data.bytes[o[7]];
+      text = data.labels[o[0]] + item + ' (op ' + o[8] + ')\n' +
+             'start ' + num(o[2]) + ' ' + data.unit + ', duration ' + num(o[3] - o[2]) + ' ' + data.unit +
+             (bytes > 0 ? ', ' + bytes + ' bytes' : '') + '\n' + data.streams[o[5]] +
+             (o[6] >= 0 ? ' · ' + data.engines[o[6]] : '');
+    } else {
+      var h = data.host[-1 - i];
+      text = data.labels[h[0]] + '\n' + data.activities[h[3]] + ' from ' + num(h[1]) + ' for ' +
+             num(h[2] - h[1]) + ' ' + data.unit;
+    }
+    tip.textContent = text;
+    tip.style.display = 'block';
+    tip.style.left = (ev.pageX + 12) + 'px';
+    tip.style.top = (ev.pageY + 12) + 'px';
+  });
+  svg.addEventListener('mouseleave', function () { tip.style.display = 'none'; });
+
+  // Drag across the plot to zoom into that range.
+  var dragFrom = null;
+  function timeAt(ev) {
+    var box = svg.getBoundingClientRect();
+    var x = (ev.clientX - box.left) * (LABEL + WIDTH + 40) / box.width;
+    return view[0] + (x - LABEL) * (view[1] - view[0]) / WIDTH;
+  }
+  svg.addEventListener('mousedown', function (ev) { dragFrom = timeAt(ev); ev.preventDefault(); });
+  svg.addEventListener('mouseup', function (ev) {
+    if (dragFrom === null) return;
+    var a = Math.max(Math.min(dragFrom, timeAt(ev)), 0), b = Math.max(dragFrom, timeAt(ev));
+    dragFrom = null;
+    if (b - a > (view[1] - view[0]) / 200) { view = [a, b]; draw(); }
+  });
+
+  document.getElementById('zoom-all').addEventListener('click', function () {
+    view = [0, data.total > 0 ? data.total : 1]; draw();
+  });
+  var first = document.getElementById('zoom-first');
+  var chunks = document.getElementById('chunks');
+  if (!data.ops.some(function (o) { return o[9] >= 0; })) {
+    document.getElementById('first-chunks').style.display = 'none';
+  }
+  first.addEventListener('click', function () {
+    var n = Math.max(1, +chunks.value || 1), end = 0;
+    data.ops.forEach(function (o) { if (o[9] >= 0 && o[9] < n) end = Math.max(end, o[3]); });
+    if (end > 0) { view = [0, end]; draw(); }
+  });
+  draw();
+})();
+)JS";
+
+}  // namespace overlap::io::detail

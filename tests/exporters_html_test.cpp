@@ -1,0 +1,137 @@
+// The HTML report on seed 004: one page with no external resources, the
+// summary numbers, and a data block holding every op where the simulator
+// put it (the bars are drawn from it; the browser test checks the drawing).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "overlap/core/device_model.hpp"
+#include "overlap/io/exporters.hpp"
+#include "overlap/io/spec.hpp"
+#include "overlap/sim/simulator.hpp"
+
+namespace overlap::io {
+namespace {
+
+using nlohmann::json;
+
+Timeline seed004() {
+  const Spec spec = load_spec(std::filesystem::path(OVERLAP_SOURCE_DIR) / "examples" / "seed004.yaml");
+  return sim::simulate(spec.program, DeviceModel::load(spec.device.value_or("unit")));
+}
+
+json data_block(const std::string& page) {
+  const std::string open = R"(<script type="application/json" id="overlap-data">)";
+  const auto from = page.find(open);
+  EXPECT_NE(from, std::string::npos);
+  const auto start = from + open.size();
+  const auto end = page.find("</script>", start);
+  EXPECT_NE(end, std::string::npos);
+  return json::parse(page.substr(start, end - start));
+}
+
+bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+TEST(HtmlReport, Seed004HasTheSummaryAndEveryOpWhereTheSimulatorPutIt) {
+  const Timeline t = seed004();
+  const std::string page = to_html(t);
+  EXPECT_TRUE(page.starts_with("<!DOCTYPE html>"));
+  EXPECT_TRUE(contains(page, "<tr><th>Total time</th><td>4 units</td></tr>")) << page.substr(0, 3000);
+  EXPECT_TRUE(contains(page, "<tr><th>Speedup</th><td>1.50x</td></tr>"));
+  EXPECT_TRUE(contains(page, "<th>Sequential time</th><td>6 units</td>"));
+  EXPECT_TRUE(contains(page, "<tr><th>Host blocked</th><td>4 units in synchronous calls</td></tr>"));
+  EXPECT_TRUE(contains(page, "No engine was left idle while work waited."));
+
+  const json data = data_block(page);
+  EXPECT_EQ(data.at("unit"), "units");
+  EXPECT_EQ(data.at("total"), 4.0);
+  ASSERT_EQ(data.at("streams").size(), t.streams.size());
+  std::size_t work = 0;
+  for (const Span& s : t.spans) work += is_work_op(s.kind) ? 1 : 0;
+  EXPECT_EQ(work, 6U);  // H2D, kernel, D2H of A and B
+  const json& ops = data.at("ops");
+  ASSERT_EQ(ops.size(), t.spans.size());
+  for (std::size_t i = 0; i < t.spans.size(); ++i) {
+    const Span& s = t.spans[i];
+    const json& o = ops[i];
+    const std::string label = data.at("labels").at(o[0].get<std::size_t>());
+    EXPECT_EQ(label, s.label) << i;
+    if (o[1] == -2) {
+      EXPECT_EQ(std::to_string(s.chunk), s.item) << i;
+    } else if (!s.item.empty()) {
+      EXPECT_EQ(data.at("items").at(o[1].get<std::size_t>()), s.item) << i;
+    }
+    EXPECT_DOUBLE_EQ(o[2].get<double>(), s.start) << i;
+    EXPECT_DOUBLE_EQ(o[2].get<double>() + o[3].get<double>(), s.end) << i;  // start, duration
+    EXPECT_EQ(data.at("bytes").at(o[7].get<std::size_t>()), s.bytes) << i;
+    EXPECT_EQ(o[5].get<stream_id>(), s.stream) << i;
+    EXPECT_EQ(o[8].get<op_id>(), s.op) << i;
+    if (s.unit == engine::none) {
+      EXPECT_EQ(o[6], -1) << i;
+    } else {
+      EXPECT_EQ(data.at("engines").at(o[6].get<std::size_t>()), to_string(s.unit)) << i;
+    }
+  }
+}
+
+TEST(HtmlReport, NeedsNothingButItself) {
+  const std::string page = to_html(seed004());
+  // No external script, style, font or image: the SVG namespace URI is the one "http" allowed.
+  for (const char* external : {"src=", "href=", "@import", "url(", "<link"})
+    EXPECT_FALSE(contains(page, external)) << external;
+  std::size_t http = 0;
+  for (auto at = page.find("http"); at != std::string::npos; at = page.find("http", at + 1)) ++http;
+  EXPECT_EQ(http, 1U);
+  EXPECT_TRUE(contains(page, R"(xmlns="http://www.w3.org/2000/svg")"));
+}
+
+TEST(HtmlReport, NamesAreEscapedAndTheDataCannotCloseItsScript) {
+  Timeline t = seed004();
+  t.program_name = "<b>bold</b> & 'quoted'";
+  t.spans.front().label = "</script><script>alert(1)</script>";
+  const std::string page = to_html(t);
+  EXPECT_TRUE(contains(page, "<h1>&lt;b&gt;bold&lt;/b&gt; &amp; &#39;quoted&#39;</h1>"));
+  EXPECT_FALSE(contains(page, "alert(1)</script>"));
+  // The label survives, unescaped, once the data block is parsed.
+  const json data = data_block(page);
+  EXPECT_EQ(data.at("labels").at(data.at("ops")[0][0].get<std::size_t>()), t.spans.front().label);
+}
+
+TEST(HtmlReport, IsAFormatOfItsOwn) {
+  EXPECT_EQ(parse_format("html"), format::html);
+  const Timeline t = seed004();
+  EXPECT_EQ(render(t, format::html), to_html(t));
+}
+
+TEST(HtmlReport, AHundredThousandOpsStayUnderFiveMegabytes) {
+  Timeline t;
+  t.program_name = "big";
+  t.time_unit = "ms";
+  t.streams.push_back(Stream{"s1", stream_kind::non_blocking, 0});
+  t.streams.push_back(Stream{"s2", stream_kind::non_blocking, 0});
+  for (std::size_t i = 0; i < 100'000; ++i) {
+    Span s;
+    s.op = static_cast<op_id>(i);
+    s.kind = i % 3 == 1 ? op_kind::kernel : op_kind::copy;
+    if (s.kind == op_kind::copy) s.direction = i % 3 == 0 ? copy_direction::h2d : copy_direction::d2h;
+    s.unit = i % 3 == 1 ? engine::compute : (i % 3 == 0 ? engine::h2d_copy : engine::d2h_copy);
+    s.label = i % 3 == 1 ? "Kernel" : (i % 3 == 0 ? "H2D" : "D2H");
+    s.chunk = static_cast<std::int32_t>(i / 3);
+    s.item = std::to_string(i / 3);
+    s.stream = static_cast<stream_id>(s.chunk % 2);
+    s.bytes = 4194304;
+    s.start = 0.0913 * static_cast<double>(i) + 0.0001234;
+    s.end = s.start + 0.0897;
+    t.spans.push_back(s);
+  }
+  const std::string page = to_html(t);
+  EXPECT_LT(page.size(), 5U << 20) << page.size();
+  EXPECT_EQ(data_block(page).at("ops").size(), 100'000U);
+}
+
+}  // namespace
+}  // namespace overlap::io
