@@ -53,7 +53,8 @@ TEST(HtmlReport, Seed004HasTheSummaryAndEveryOpWhereTheSimulatorPutIt) {
   std::size_t work = 0;
   for (const Span& s : t.spans) work += is_work_op(s.kind) ? 1 : 0;
   EXPECT_EQ(work, 6U);  // H2D, kernel, D2H of A and B
-  const json& ops = data.at("ops");
+  ASSERT_EQ(data.at("runs").size(), 1U);
+  const json& ops = data.at("runs")[0].at("ops");
   ASSERT_EQ(ops.size(), t.spans.size());
   for (std::size_t i = 0; i < t.spans.size(); ++i) {
     const Span& s = t.spans[i];
@@ -98,7 +99,8 @@ TEST(HtmlReport, NamesAreEscapedAndTheDataCannotCloseItsScript) {
   EXPECT_FALSE(contains(page, "alert(1)</script>"));
   // The label survives, unescaped, once the data block is parsed.
   const json data = data_block(page);
-  EXPECT_EQ(data.at("labels").at(data.at("ops")[0][0].get<std::size_t>()), t.spans.front().label);
+  EXPECT_EQ(data.at("labels").at(data.at("runs")[0].at("ops")[0][0].get<std::size_t>()),
+            t.spans.front().label);
 }
 
 TEST(HtmlReport, IsAFormatOfItsOwn) {
@@ -130,7 +132,46 @@ TEST(HtmlReport, AHundredThousandOpsStayUnderFiveMegabytes) {
   }
   const std::string page = to_html(t);
   EXPECT_LT(page.size(), 5U << 20) << page.size();
-  EXPECT_EQ(data_block(page).at("ops").size(), 100'000U);
+  EXPECT_EQ(data_block(page).at("runs")[0].at("ops").size(), 100'000U);
+}
+
+TEST(HtmlComparison, TwoRunsOfSeed004GiveTheTotalErrorAndTheOpsMostWrong) {
+  const Timeline measured = seed004();
+  Timeline predicted = measured;
+  predicted.device = "model";
+  // The model has op 1 (A's kernel) 0.5 units too long, which delays what follows it on Stream1.
+  for (Span& s : predicted.spans) {
+    if (s.op == 1) s.end += 0.5;
+    if (s.op == 2) {
+      s.start += 0.5;
+      s.end += 0.5;
+    }
+  }
+  const std::string page = to_html_comparison(measured, predicted);
+  // 4 units against 4: the last op (B's download) still ends at 4.
+  EXPECT_TRUE(contains(page, "Total error: <b>+0.0%</b>")) << page.substr(0, 4000);
+  EXPECT_TRUE(contains(page, "<tr><th>Total time</th><td>4 units</td><td>4 units</td><td>+0.0%</td></tr>"));
+  EXPECT_TRUE(contains(page, "6 ops in both runs; their durations differ by 0.5 units in all"));
+  // The op most wrong is listed first.
+  const auto table = page.find("<table class=\"errors\">");
+  ASSERT_NE(table, std::string::npos);
+  EXPECT_EQ(page.find("<tr data-op=", table), page.find("<tr data-op=\"1\">", table));
+  EXPECT_TRUE(contains(page, "<td>+0.5</td><td>+0</td>"));
+  // Both runs travel to the page, named.
+  const json data = data_block(page);
+  ASSERT_EQ(data.at("runs").size(), 2U);
+  EXPECT_EQ(data.at("runs")[0].at("name"), "measured");
+  EXPECT_EQ(data.at("runs")[1].at("name"), "predicted");
+  EXPECT_DOUBLE_EQ(data.at("runs")[1].at("ops")[2][2].get<double>(), 2.5);  // op 2 starts 0.5 later
+}
+
+TEST(HtmlComparison, OpsOnlyOneRunHasAreCounted) {
+  const Timeline measured = seed004();
+  Timeline predicted = measured;
+  predicted.spans.pop_back();
+  const std::string page = to_html_comparison(measured, predicted, "recorded", "traced");
+  EXPECT_TRUE(contains(page, "5 ops in both runs")) << page.substr(0, 4000);
+  EXPECT_TRUE(contains(page, "<th>recorded</th><th>traced</th>"));
 }
 
 }  // namespace

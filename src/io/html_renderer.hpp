@@ -1,8 +1,9 @@
-// The script of the HTML report: it reads the page's JSON data block and
-// draws the Gantt as inline SVG (lanes per stream, per engine and for the
-// host thread; a time axis; zoom to the whole run, to the first chunks, or
-// to a range dragged across the plot; a tooltip per bar). Kept as one raw
-// string so the page needs nothing but itself.
+// The script of the HTML reports: it reads the page's JSON data block and
+// draws the Gantt as inline SVG (a lane per stream, per engine and for the
+// host thread, once per run when the page compares runs; a time axis; zoom
+// to the whole run, to the first chunks, or to a range dragged across the
+// chart; a tooltip per bar). Kept as one raw string so the page needs
+// nothing but itself.
 #pragma once
 
 #include <string_view>
@@ -13,26 +14,35 @@ inline constexpr std::string_view html_renderer = R"JS(
 (function () {
   'use strict';
   var data = JSON.parse(document.getElementById('overlap-data').textContent);
-  // An op: [label, item (-1 none, -2 its chunk's number), start, duration, kind, stream,
-  //         engine (-1 none), size, op id, chunk]; a host span: [label, start, end, activity].
-  data.ops.forEach(function (o) { o[3] = o[2] + o[3]; });
+  // data.runs[r]: {name, ops, host}. An op: [label, item (-1 none, -2 its chunk's number),
+  // start, duration, kind, stream, engine (-1 none), size, op id, chunk]; a host span:
+  // [label, start, end, activity]. Durations become ends here.
+  data.runs.forEach(function (run) { run.ops.forEach(function (o) { o[3] = o[2] + o[3]; }); });
   var svg = document.getElementById('gantt');
   var tip = document.getElementById('tip');
   var NS = svg.namespaceURI;
-  var LABEL = 170, WIDTH = 1000, LANE = 22, BAR = 16, AXIS = 28;
+  var LABEL = 190, WIDTH = 1000, LANE = 22, BAR = 16, AXIS = 28;
+  var multi = data.runs.length > 1;
 
-  // Lanes: every stream with ops, every engine with ops, the host thread.
-  var lanes = [];
-  var streamLane = {}, engineLane = {};
-  data.ops.forEach(function (o) { streamLane[o[5]] = true; if (o[6] >= 0) engineLane[o[6]] = true; });
-  Object.keys(streamLane).map(Number).sort(function (a, b) { return a - b; }).forEach(function (s) {
-    streamLane[s] = lanes.length; lanes.push(data.streams[s]);
+  // Lanes: each stream, then each engine, then the host thread; one per run within each.
+  var lanes = [], streamLane = {}, engineLane = {}, hostLane = {}, streamsUsed = {}, enginesUsed = {};
+  data.runs.forEach(function (run) {
+    run.ops.forEach(function (o) { streamsUsed[o[5]] = true; if (o[6] >= 0) enginesUsed[o[6]] = true; });
   });
-  Object.keys(engineLane).map(Number).sort(function (a, b) { return a - b; }).forEach(function (e) {
-    engineLane[e] = lanes.length; lanes.push(data.engines[e]);
+  function sorted(set) { return Object.keys(set).map(Number).sort(function (a, b) { return a - b; }); }
+  function laneName(base, run) { return multi ? base + ' · ' + run.name : base; }
+  sorted(streamsUsed).forEach(function (s) {
+    data.runs.forEach(function (run, r) { streamLane[r + ':' + s] = lanes.length; lanes.push(laneName(data.streams[s], run)); });
   });
-  var hostLane = data.host.length ? lanes.length : -1;
-  if (hostLane >= 0) lanes.push('host thread');
+  sorted(enginesUsed).forEach(function (e) {
+    data.runs.forEach(function (run, r) { engineLane[r + ':' + e] = lanes.length; lanes.push(laneName(data.engines[e], run)); });
+  });
+  data.runs.forEach(function (run, r) {
+    if (run.host.length) { hostLane[r] = lanes.length; lanes.push(laneName('host thread', run)); }
+  });
+  // The same op in the first run, for the difference the tooltip gives.
+  var reference = {};
+  if (multi) data.runs[0].ops.forEach(function (o) { reference[o[8]] = o; });
 
   function el(name, attrs, parent) {
     var n = document.createElementNS(NS, name);
@@ -41,6 +51,7 @@ inline constexpr std::string_view html_renderer = R"JS(
     return n;
   }
   function num(x) { return +x.toPrecision(6); }
+  function signed(x) { return (x >= 0 ? '+' : '') + num(x); }
   function niceStep(span) {
     var raw = span / 10, p = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p;
     return p * (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10);
@@ -66,47 +77,55 @@ inline constexpr std::string_view html_renderer = R"JS(
     }
     el('text', {x: LABEL + WIDTH + 4, y: AXIS - 8, class: 'unit'}, svg).textContent = data.unit;
     var bars = el('g', {}, svg);
-    function bar(lane, start, end, cls, index) {
+    function bar(lane, start, end, cls, r, i, op) {
       if (end < v0 || start > v1 || (start === v1 && end > start)) return;  // outside the view
       var x = LABEL + (Math.max(start, v0) - v0) * scale;
       var w = Math.max((Math.min(end, v1) - Math.max(start, v0)) * scale, 1);
       el('rect', {x: x, y: AXIS + lane * LANE + (LANE - BAR) / 2, width: w, height: BAR, class: cls,
-                  'data-i': index}, bars);
+                  'data-r': r, 'data-i': i, 'data-op': op}, bars);
     }
-    data.ops.forEach(function (o, i) {
-      var cls = 'bar k-' + data.kinds[o[4]];
-      bar(streamLane[o[5]], o[2], o[3], cls, i);
-      if (o[6] >= 0) bar(engineLane[o[6]], o[2], o[3], cls, i);
+    data.runs.forEach(function (run, r) {
+      run.ops.forEach(function (o, i) {
+        var cls = 'bar k-' + data.kinds[o[4]];
+        bar(streamLane[r + ':' + o[5]], o[2], o[3], cls, r, i, o[8]);
+        if (o[6] >= 0) bar(engineLane[r + ':' + o[6]], o[2], o[3], cls, r, i, o[8]);
+      });
+      run.host.forEach(function (h, i) { bar(hostLane[r], h[1], h[2], 'bar h-' + data.activities[h[3]], r, -1 - i, -1); });
     });
-    data.host.forEach(function (h, i) { bar(hostLane, h[1], h[2], 'bar h-' + data.activities[h[3]], -1 - i); });
   }
 
+  function describe(r, i) {
+    var run = data.runs[r];
+    if (i < 0) {
+      var h = run.host[-1 - i];
+      return data.labels[h[0]] + '\n' + data.activities[h[3]] + ' from ' + num(h[1]) + ' for ' +
+             num(h[2] - h[1]) + ' ' + data.unit;
+    }
+    var o = run.ops[i];
+    var item = o[1] >= 0 ? ' ' + data.items[o[1]] : o[1] === -2 ? ' ' + o[9] : '';
+    var bytes = data.bytes[o[7]];
+    var text = data.labels[o[0]] + item + ' (op ' + o[8] + ')\n' +
+               'start ' + num(o[2]) + ' ' + data.unit + ', duration ' + num(o[3] - o[2]) + ' ' + data.unit +
+               (bytes > 0 ? ', ' + bytes + ' bytes' : '') + '\n' + data.streams[o[5]] +
+               (o[6] >= 0 ? ' · ' + data.engines[o[6]] : '');
+    var ref = r > 0 ? reference[o[8]] : undefined;
+    if (ref) {
+      text += '\nagainst ' + data.runs[0].name + ': start ' + signed(o[2] - ref[2]) + ', duration ' +
+              signed((o[3] - o[2]) - (ref[3] - ref[2])) + ' ' + data.unit;
+    }
+    return text;
+  }
   svg.addEventListener('mousemove', function (ev) {
     var i = ev.target.getAttribute && ev.target.getAttribute('data-i');
     if (i === null || i === undefined) { tip.style.display = 'none'; return; }
-    i = +i;
-    var text;
-    if (i >= 0) {
-      var o = data.ops[i];
-      var item = o[1] >= 0 ? ' ' + data.items[o[1]] : o[1] === -2 ? ' ' + o[9] : '';
-      var bytes = data.bytes[o[7]];
-      text = data.labels[o[0]] + item + ' (op ' + o[8] + ')\n' +
-             'start ' + num(o[2]) + ' ' + data.unit + ', duration ' + num(o[3] - o[2]) + ' ' + data.unit +
-             (bytes > 0 ? ', ' + bytes + ' bytes' : '') + '\n' + data.streams[o[5]] +
-             (o[6] >= 0 ? ' · ' + data.engines[o[6]] : '');
-    } else {
-      var h = data.host[-1 - i];
-      text = data.labels[h[0]] + '\n' + data.activities[h[3]] + ' from ' + num(h[1]) + ' for ' +
-             num(h[2] - h[1]) + ' ' + data.unit;
-    }
-    tip.textContent = text;
+    tip.textContent = describe(+ev.target.getAttribute('data-r'), +i);
     tip.style.display = 'block';
     tip.style.left = (ev.pageX + 12) + 'px';
     tip.style.top = (ev.pageY + 12) + 'px';
   });
   svg.addEventListener('mouseleave', function () { tip.style.display = 'none'; });
 
-  // Drag across the plot to zoom into that range.
+  // Drag across the chart to zoom into that range.
   var dragFrom = null;
   function timeAt(ev) {
     var box = svg.getBoundingClientRect();
@@ -124,14 +143,14 @@ inline constexpr std::string_view html_renderer = R"JS(
   document.getElementById('zoom-all').addEventListener('click', function () {
     view = [0, data.total > 0 ? data.total : 1]; draw();
   });
-  var first = document.getElementById('zoom-first');
   var chunks = document.getElementById('chunks');
-  if (!data.ops.some(function (o) { return o[9] >= 0; })) {
-    document.getElementById('first-chunks').style.display = 'none';
-  }
-  first.addEventListener('click', function () {
+  var chunked = data.runs.some(function (run) { return run.ops.some(function (o) { return o[9] >= 0; }); });
+  if (!chunked) document.getElementById('first-chunks').style.display = 'none';
+  document.getElementById('zoom-first').addEventListener('click', function () {
     var n = Math.max(1, +chunks.value || 1), end = 0;
-    data.ops.forEach(function (o) { if (o[9] >= 0 && o[9] < n) end = Math.max(end, o[3]); });
+    data.runs.forEach(function (run) {
+      run.ops.forEach(function (o) { if (o[9] >= 0 && o[9] < n) end = Math.max(end, o[3]); });
+    });
     if (end > 0) { view = [0, end]; draw(); }
   });
   draw();

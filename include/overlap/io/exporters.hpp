@@ -33,6 +33,13 @@ enum class format { summary, ascii, mermaid, chrome, json, html };
 /// faster" lines, and the Gantt (a lane per stream, per engine and for the
 /// host thread) drawn as SVG by an inline script from an embedded JSON block.
 [[nodiscard]] std::string to_html(const Timeline& timeline);
+/// Two runs of one Program on one page, e.g. a measured run and the
+/// simulator's prediction of it: their metrics side by side, the total
+/// error, the ops whose durations differ most (matched by op id), and both
+/// Gantts on one axis, every lane drawn once per run.
+[[nodiscard]] std::string to_html_comparison(const Timeline& reference, const Timeline& other,
+                                             std::string_view reference_name = "measured",
+                                             std::string_view other_name = "predicted");
 /// Reads back what to_json wrote; throws overlap::invalid_input.
 [[nodiscard]] Timeline timeline_from_json(std::string_view text);
 

@@ -1,0 +1,229 @@
+// The page around every HTML report: one file with no network (inline style,
+// inline SVG drawn by an inline script). The ops of every run travel as one
+// compact JSON block (tables for labels, items and sizes; start and duration
+// to 7 significant digits) so that 100,000 ops stay under 5 MB.
+#include "html_page.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "html_renderer.hpp"
+
+namespace overlap::io::detail {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view style = R"CSS(
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }
+h1 { font-size: 20px; margin: 0 0 4px; }
+h2 { font-size: 15px; margin: 18px 0 6px; }
+.sub { color: #555; margin: 0 0 14px; }
+table.summary { border-collapse: collapse; }
+table.summary th { text-align: left; font-weight: normal; color: #555; padding: 2px 16px 2px 0; }
+table.summary td { padding: 2px 0; font-variant-numeric: tabular-nums; }
+ul.why { margin: 0; padding-left: 20px; }
+.controls { margin: 16px 0 6px; }
+.controls input { width: 4em; }
+.hint { color: #777; margin-left: 12px; }
+.legend span.sw { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; vertical-align: -1px; }
+svg#gantt { display: block; width: 100%; max-width: 1210px; user-select: none; }
+.lane { fill: #fafafa; } .lane.odd { fill: #f0f0f0; }
+.lane-label { font-size: 12px; text-anchor: end; fill: #333; }
+.tick { stroke: #ddd; } .tick-label { font-size: 11px; text-anchor: middle; fill: #555; }
+.unit { font-size: 11px; fill: #555; }
+.bar { stroke: #fff; stroke-width: 0.5; }
+.k-h2d { fill: #4e79a7; background: #4e79a7; } .k-d2h { fill: #f28e2b; background: #f28e2b; }
+.k-d2d { fill: #b07aa1; background: #b07aa1; } .k-kernel { fill: #59a14f; background: #59a14f; }
+.k-memset { fill: #9c755f; background: #9c755f; } .k-other { fill: #bab0ac; background: #bab0ac; }
+.h-api_call { fill: #c9c9c9; background: #c9c9c9; } .h-blocked { fill: #e15759; background: #e15759; }
+.h-work { fill: #76b7b2; background: #76b7b2; }
+#tip { position: absolute; display: none; white-space: pre; background: #fff; border: 1px solid #999;
+       padding: 4px 6px; font-size: 12px; pointer-events: none; box-shadow: 0 1px 4px #0003; }
+table.summary.compare td { padding-right: 16px; }
+table.errors { border-collapse: collapse; font-size: 13px; }
+table.errors th, table.errors td { padding: 2px 12px 2px 0; text-align: right; font-variant-numeric: tabular-nums; }
+table.errors th:first-child, table.errors td:first-child { text-align: left; }
+@media print { .controls, .hint, #tip { display: none; } body { margin: 0; } }
+)CSS";
+
+// 7 significant digits: enough for a bar's pixel, and short in the JSON.
+double rounded(double value) {
+  if (value == 0.0 || !std::isfinite(value)) return 0.0;
+  return std::stod(fmt::format("{:.7g}", value));
+}
+
+std::string_view kind_of(const Span& s) {
+  if (s.kind == op_kind::copy) {
+    switch (s.direction.value_or(copy_direction::h2d)) {
+      case copy_direction::h2d: return "h2d";
+      case copy_direction::d2h: return "d2h";
+      case copy_direction::d2d: return "d2d";
+    }
+  }
+  if (s.kind == op_kind::kernel) return "kernel";
+  if (s.kind == op_kind::memset) return "memset";
+  return "other";
+}
+
+std::string_view kind_name(std::string_view kind) {
+  if (kind == "h2d") return "H2D copy";
+  if (kind == "d2h") return "D2H copy";
+  if (kind == "d2d") return "D2D copy";
+  return kind;
+}
+
+/// Indexes values into a table, each once.
+template <typename T>
+class Table {
+ public:
+  int index(const T& value) {
+    const auto [it, added] = index_.try_emplace(value, static_cast<int>(values_.size()));
+    if (added) values_.push_back(value);
+    return it->second;
+  }
+  [[nodiscard]] const std::vector<T>& values() const noexcept { return values_; }
+
+ private:
+  std::map<T, int> index_;
+  std::vector<T> values_;
+};
+
+/// Everything the script draws from, for every run.
+class PageData {
+ public:
+  json run(const HtmlRun& r) {
+    const Timeline& t = *r.timeline;
+    json ops = json::array();
+    for (const Span& s : t.spans) {
+      const std::string label = s.label.empty() ? std::string(to_string(s.kind)) : s.label;
+      const int engine = s.unit == engine::none ? -1 : engines_.index(std::string(to_string(s.unit)));
+      // Most items are their chunk's number: -2 says so in two bytes.
+      int item = -1;
+      if (!s.item.empty())
+        item = s.chunk >= 0 && s.item == std::to_string(s.chunk) ? -2 : items_.index(s.item);
+      const double start = rounded(s.start);
+      ops.push_back(json::array({labels_.index(label), item, start, rounded(rounded(s.end) - start),
+                                 kinds_.index(std::string(kind_of(s))), s.stream, engine,
+                                 bytes_.index(s.bytes), s.op, s.chunk}));
+    }
+    json host = json::array();
+    for (const HostSpan& h : t.host_spans) {
+      if (h.end <= h.start) continue;
+      host.push_back(json::array({labels_.index(h.label), rounded(h.start), rounded(h.end),
+                                  activities_.index(std::string(to_string(h.activity)))}));
+    }
+    if (t.streams.size() > streams_.size()) {
+      streams_.clear();
+      for (const Stream& s : t.streams) streams_.push_back(s.name);
+    }
+    total_ = std::max(total_, t.total());
+    unit_ = t.time_unit;
+    return json{{"name", r.name}, {"ops", std::move(ops)}, {"host", std::move(host)}};
+  }
+
+  [[nodiscard]] json finish(json runs) const {
+    return json{{"unit", unit_},
+                {"total", rounded(total_)},
+                {"labels", labels_.values()},
+                {"items", items_.values()},
+                {"bytes", bytes_.values()},
+                {"kinds", kinds_.values()},
+                {"engines", engines_.values()},
+                {"activities", activities_.values()},
+                {"streams", streams_},
+                {"runs", std::move(runs)}};
+  }
+
+  [[nodiscard]] const std::vector<std::string>& kinds() const noexcept { return kinds_.values(); }
+
+ private:
+  Table<std::string> labels_, items_, kinds_, engines_, activities_;
+  Table<std::uint64_t> bytes_;
+  std::vector<std::string> streams_;
+  double total_ = 0.0;
+  std::string unit_ = "ms";
+};
+
+// Inside <script>, "</" would end the element early.
+std::string script_safe(std::string text) {
+  for (std::size_t at = text.find("</"); at != std::string::npos; at = text.find("</", at + 3))
+    text.replace(at, 2, "<\\/");
+  return text;
+}
+
+std::string legend(const std::vector<std::string>& kinds, bool host) {
+  std::string html = "<div class=\"legend\">";
+  for (const std::string& k : kinds)
+    html += fmt::format("<span class=\"sw k-{}\"></span>{}", k, escape(kind_name(k)));
+  if (host) {
+    html += R"(<span class="sw h-api_call"></span>host: issuing a call)"
+            R"(<span class="sw h-blocked"></span>host: blocked)"
+            R"(<span class="sw h-work"></span>host: work)";
+  }
+  return html + "</div>\n";
+}
+
+}  // namespace
+
+std::string escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string percent(double fraction) {
+  return fmt::format("{:.1f}%", fraction * 100.0);
+}
+
+std::string html_page(const std::string& title, const std::string& summary_html,
+                      const std::vector<HtmlRun>& runs) {
+  PageData data;
+  json run_data = json::array();
+  bool host = false;
+  std::size_t spans = 0;
+  for (const HtmlRun& r : runs) {
+    run_data.push_back(data.run(r));
+    host = host || !r.timeline->host_spans.empty();
+    spans += r.timeline->spans.size();
+  }
+  std::string page;
+  page.reserve(8192 + 48 * spans);
+  page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  page +=
+      fmt::format("<title>overlap: {}</title>\n<style>{}</style>\n</head>\n<body>\n", escape(title), style);
+  page += summary_html;
+  page += R"(<div class="controls"><button id="zoom-all">Whole run</button> )"
+          R"(<span id="first-chunks"><button id="zoom-first">First</button> )"
+          R"(<input id="chunks" type="number" min="1" value="4"> chunks</span>)"
+          R"(<span class="hint">drag across the chart to zoom</span></div>)"
+          "\n";
+  page += legend(data.kinds(), host);
+  page += R"(<svg id="gantt" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="timeline"></svg>)"
+          "\n<noscript><p>The timeline is drawn by the page's script; the tables above need "
+          "none.</p></noscript>\n"
+          R"(<div id="tip"></div>)"
+          "\n";
+  page += R"(<script type="application/json" id="overlap-data">)" +
+          script_safe(data.finish(std::move(run_data)).dump()) + "</script>\n";
+  page += "<script>" + std::string(html_renderer) + "</script>\n</body>\n</html>\n";
+  return page;
+}
+
+}  // namespace overlap::io::detail
