@@ -129,6 +129,19 @@ TEST(Cli, HtmlReportIsOneFileWithTheSummary) {
   EXPECT_TRUE(page.ends_with("</html>\n"));
 }
 
+TEST(Cli, CheckHtmlListsTheRaceAndOutlinesItsOps) {
+  const TempDir dir;
+  const auto target = (dir.path() / "check.html").string();
+  const Result r =
+      run({"check", example("check/numba-dependency-racy.yaml"), "--format", "html", "-o", target});
+  EXPECT_EQ(r.code, 1) << r.err;  // a race: findings at or above warning
+  std::ifstream in(target);
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find(R"(<span class="level-error">error race</span>)"), std::string::npos);
+  const auto data_at = page.find(R"("highlight":[[)");
+  EXPECT_NE(data_at, std::string::npos);
+}
+
 void expect_bad_input(const Result& r, const std::string& needle) {
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(r.out.empty()) << r.out;
@@ -170,6 +183,7 @@ TEST(Cli, BadFlagsExitWithCodeTwoAndOneLine) {
   expect_bad_input(run({"simulate", example("seed004.yaml"), "--chunks", "3"}), "--chunks");
   expect_bad_input(run({"simulate", "/no/such/spec.yaml"}), "spec");
   expect_bad_input(run({"frobnicate"}), "frobnicate");
+  expect_bad_input(run({"check", example("seed004.yaml"), "--format", "pdf"}), "--format");
 }
 
 TEST(Cli, UnwritableOutputLeavesNothingBehind) {

@@ -135,6 +135,26 @@ TEST(HtmlReport, AHundredThousandOpsStayUnderFiveMegabytes) {
   EXPECT_EQ(data_block(page).at("runs")[0].at("ops").size(), 100'000U);
 }
 
+TEST(HtmlReport, FindingsAreListedAboveTheChartAndTheirOpsHighlighted) {
+  const Timeline t = seed004();
+  HtmlFinding race{"error", "race", "ops[1] <writes> y", "add an event", {1, 4}, ""};
+  HtmlFinding trap{"warning", "device-synchronize", "a device-wide sync", "", {6}, "time lost: 1 units"};
+  const std::string page = to_html(t, {race, trap});
+  EXPECT_TRUE(contains(
+      page, R"(<li data-group="0"><span class="level-error">error race</span>: ops[1] &lt;writes&gt; y)"))
+      << page.substr(0, 4000);
+  EXPECT_TRUE(contains(page, "<br>fix: add an event</li>"));
+  EXPECT_TRUE(
+      contains(page, R"(<li data-group="1"><span class="level-warning">warning device-synchronize</span>)"));
+  EXPECT_TRUE(contains(page, "<i>(time lost: 1 units)</i>"));
+  const json data = data_block(page);
+  EXPECT_EQ(data.at("highlight"), json::parse("[[1, 4], [6]]"));
+  // Without findings, the page says so and highlights nothing.
+  const std::string clean = to_html(t, {});
+  EXPECT_TRUE(contains(clean, "No races or concurrency traps found."));
+  EXPECT_TRUE(data_block(clean).at("highlight").empty());
+}
+
 TEST(HtmlComparison, TwoRunsOfSeed004GiveTheTotalErrorAndTheOpsMostWrong) {
   const Timeline measured = seed004();
   Timeline predicted = measured;

@@ -51,18 +51,51 @@ std::string why_list(const Timeline& t, const Metrics& m) {
   return html + "</ul>\n";
 }
 
+std::string findings_list(const std::vector<HtmlFinding>& findings) {
+  if (findings.empty()) return "<h2>Findings</h2>\n<p>No races or concurrency traps found.</p>\n";
+  std::string html = fmt::format(
+      "<h2>Findings</h2>\n<p class=\"hint\">{} in all; their ops are outlined in the chart. Click one to "
+      "outline only its ops, again for all.</p>\n<ul class=\"findings\">\n",
+      findings.size());
+  for (std::size_t k = 0; k < findings.size(); ++k) {
+    const HtmlFinding& f = findings[k];
+    html += fmt::format(R"(<li data-group="{}"><span class="level-{}">{} {}</span>: {})", k, escape(f.level),
+                        escape(f.level), escape(f.rule), escape(f.message));
+    if (!f.cost.empty()) html += fmt::format(" <i>({})</i>", escape(f.cost));
+    if (!f.fix.empty()) html += fmt::format("<br>fix: {}", escape(f.fix));
+    html += "</li>\n";
+  }
+  return html + "</ul>\n";
+}
+
+std::string header(const Timeline& timeline, const std::string& name) {
+  const std::string device = timeline.device.empty() ? "unknown" : timeline.device;
+  return fmt::format("<h1>{}</h1>\n<p class=\"sub\">device {} · {} ops · times in {}</p>\n", escape(name),
+                     escape(device), timeline.spans.size(), escape(timeline.time_unit));
+}
+
+std::string name_of(const Timeline& timeline) {
+  return timeline.program_name.empty() ? "(unnamed)" : timeline.program_name;
+}
+
 }  // namespace
 
 std::string to_html(const Timeline& timeline) {
   const Metrics metrics = compute_metrics(timeline);
-  const std::string name = timeline.program_name.empty() ? "(unnamed)" : timeline.program_name;
-  const std::string device = timeline.device.empty() ? "unknown" : timeline.device;
-  std::string summary =
-      fmt::format("<h1>{}</h1>\n<p class=\"sub\">device {} · {} ops · times in {}</p>\n", escape(name),
-                  escape(device), timeline.spans.size(), escape(timeline.time_unit));
-  summary += summary_table(timeline, metrics);
+  const std::string name = name_of(timeline);
+  std::string summary = header(timeline, name) + summary_table(timeline, metrics);
   summary += "<h2>Why not faster</h2>\n" + why_list(timeline, metrics);
   return detail::html_page(name, summary, {{&timeline, ""}});
+}
+
+std::string to_html(const Timeline& timeline, const std::vector<HtmlFinding>& findings) {
+  const Metrics metrics = compute_metrics(timeline);
+  const std::string name = name_of(timeline);
+  std::string summary = header(timeline, name) + findings_list(findings) + summary_table(timeline, metrics);
+  std::vector<std::vector<op_id>> groups;
+  groups.reserve(findings.size());
+  for (const HtmlFinding& f : findings) groups.push_back(f.ops);
+  return detail::html_page(name, summary, {{&timeline, ""}}, groups);
 }
 
 }  // namespace overlap::io

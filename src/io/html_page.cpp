@@ -39,6 +39,9 @@ svg#gantt { display: block; width: 100%; max-width: 1210px; user-select: none; }
 .tick { stroke: #ddd; } .tick-label { font-size: 11px; text-anchor: middle; fill: #555; }
 .unit { font-size: 11px; fill: #555; }
 .bar { stroke: #fff; stroke-width: 0.5; }
+.bar.hl { stroke: #000; stroke-width: 2; } .bar.dim { opacity: 0.3; }
+ul.findings li { cursor: pointer; margin-bottom: 6px; } .level-error { color: #b00020; font-weight: bold; }
+.level-warning { color: #a15c00; font-weight: bold; } .level-info { color: #555; font-weight: bold; }
 .k-h2d { fill: #4e79a7; background: #4e79a7; } .k-d2h { fill: #f28e2b; background: #f28e2b; }
 .k-d2d { fill: #b07aa1; background: #b07aa1; } .k-kernel { fill: #59a14f; background: #59a14f; }
 .k-memset { fill: #9c755f; background: #9c755f; } .k-other { fill: #bab0ac; background: #bab0ac; }
@@ -128,8 +131,9 @@ class PageData {
     return json{{"name", r.name}, {"ops", std::move(ops)}, {"host", std::move(host)}};
   }
 
-  [[nodiscard]] json finish(json runs) const {
+  [[nodiscard]] json finish(json runs, const std::vector<std::vector<op_id>>& groups) const {
     return json{{"unit", unit_},
+                {"highlight", groups},
                 {"total", rounded(total_)},
                 {"labels", labels_.values()},
                 {"items", items_.values()},
@@ -194,6 +198,12 @@ std::string percent(double fraction) {
 
 std::string html_page(const std::string& title, const std::string& summary_html,
                       const std::vector<HtmlRun>& runs) {
+  return html_page(title, summary_html, runs, {});
+}
+
+std::string html_page(const std::string& title, const std::string& summary_html,
+                      const std::vector<HtmlRun>& runs,
+                      const std::vector<std::vector<op_id>>& highlight_groups) {
   PageData data;
   json run_data = json::array();
   bool host = false;
@@ -221,7 +231,7 @@ std::string html_page(const std::string& title, const std::string& summary_html,
           R"(<div id="tip"></div>)"
           "\n";
   page += R"(<script type="application/json" id="overlap-data">)" +
-          script_safe(data.finish(std::move(run_data)).dump()) + "</script>\n";
+          script_safe(data.finish(std::move(run_data), highlight_groups).dump()) + "</script>\n";
   page += "<script>" + std::string(html_renderer) + "</script>\n</body>\n</html>\n";
   return page;
 }

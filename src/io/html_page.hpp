@@ -30,5 +30,10 @@ struct HtmlRun {
 /// each run, every run on one time axis.
 [[nodiscard]] std::string html_page(const std::string& title, const std::string& summary_html,
                                     const std::vector<HtmlRun>& runs);
+/// The same, with groups of ops to highlight: all of them at first, one
+/// group when an element with data-group="k" in the summary is clicked.
+[[nodiscard]] std::string html_page(const std::string& title, const std::string& summary_html,
+                                    const std::vector<HtmlRun>& runs,
+                                    const std::vector<std::vector<op_id>>& highlight_groups);
 
 }  // namespace overlap::io::detail

@@ -57,6 +57,11 @@ inline constexpr std::string_view html_renderer = R"JS(
     return p * (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10);
   }
 
+  // Findings' ops: all of them highlighted at first, one finding's when it is clicked.
+  var groups = data.highlight || [];
+  function setOf(list) { var set = {}; list.forEach(function (op) { set[op] = true; }); return set; }
+  var highlighted = groups.length ? setOf([].concat.apply([], groups)) : null;
+
   var view = [0, data.total > 0 ? data.total : 1];
   function draw() {
     while (svg.firstChild) svg.removeChild(svg.firstChild);
@@ -86,7 +91,7 @@ inline constexpr std::string_view html_renderer = R"JS(
     }
     data.runs.forEach(function (run, r) {
       run.ops.forEach(function (o, i) {
-        var cls = 'bar k-' + data.kinds[o[4]];
+        var cls = 'bar k-' + data.kinds[o[4]] + (highlighted ? (highlighted[o[8]] ? ' hl' : ' dim') : '');
         bar(streamLane[r + ':' + o[5]], o[2], o[3], cls, r, i, o[8]);
         if (o[6] >= 0) bar(engineLane[r + ':' + o[6]], o[2], o[3], cls, r, i, o[8]);
       });
@@ -153,6 +158,17 @@ inline constexpr std::string_view html_renderer = R"JS(
     });
     if (end > 0) { view = [0, end]; draw(); }
   });
+  if (groups.length && document.querySelectorAll) {
+    var chosen = -1;
+    Array.prototype.forEach.call(document.querySelectorAll('[data-group]'), function (item) {
+      item.addEventListener('click', function () {
+        var k = +item.getAttribute('data-group');
+        chosen = chosen === k ? -1 : k;
+        highlighted = setOf(chosen < 0 ? [].concat.apply([], groups) : groups[k]);
+        draw();
+      });
+    });
+  }
   draw();
 })();
 )JS";

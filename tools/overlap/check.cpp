@@ -6,11 +6,14 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli.hpp"
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/error.hpp"
+#include "overlap/io/exporters.hpp"
 #include "overlap/io/spec.hpp"
+#include "overlap/sim/simulator.hpp"
 #include "subcommand.hpp"
 
 namespace overlap::cli {
@@ -46,6 +49,9 @@ Examples:
   # for CI: JSON, and fail only on races
   overlap check spec.yaml --json --fail-on error -o findings.json
 
+  # one page: the findings above the predicted timeline, their ops outlined
+  overlap check examples/check/numba-dependency-racy.yaml --format html -o check.html
+
 Devices: the spec's device:, else h100; or unit, hyperq, fermi-2ce,
 fermi-1ce, or a JSON model file ('overlap device').
 Exit codes: 0 nothing at or above --fail-on (default warning), 1 findings at
@@ -55,11 +61,34 @@ struct CheckCommandOptions {
   std::string spec;
   std::string device;
   bool json = false;
+  std::string format = "text";
   std::string fail_on = "warning";
   std::string output;
 };
 
+// The findings above the program's predicted timeline, each finding's ops
+// outlined in it.
+std::string html_report(const Program& program, const DeviceModel& model, const check::Report& report) {
+  std::vector<io::HtmlFinding> findings;
+  findings.reserve(report.findings.size());
+  for (const check::Finding& f : report.findings) {
+    io::HtmlFinding h;
+    h.level = std::string(check::to_string(f.level));
+    h.rule = f.rule;
+    h.message = f.message;
+    h.fix = f.fix;
+    for (const check::OpRef& ref : f.ops) h.ops.push_back(ref.id);
+    if (f.time_lost)
+      h.cost = fmt::format("time lost: {} {}", io::format_number(*f.time_lost), report.time_unit);
+    findings.push_back(std::move(h));
+  }
+  return io::to_html(sim::simulate(program, model), findings);
+}
+
 int run_check(const CheckCommandOptions& o, Streams io) {
+  if (o.format != "text" && o.format != "json" && o.format != "html")
+    throw invalid_input(
+        fmt::format("--format: unknown format '{}' (expected one of: text, json, html)", o.format));
   check::severity fail_on = check::severity::warning;
   try {
     fail_on = check::parse_severity(o.fail_on);
@@ -71,8 +100,13 @@ int run_check(const CheckCommandOptions& o, Streams io) {
   if (device.empty()) device = spec.device.value_or("h100");
   const DeviceModel model = DeviceModel::load(device);
   const check::Report report = check::check_program(spec.program, model);
-  write_output(o.output, o.json ? check::format_json(report, fail_on) : check::format_text(report, fail_on),
-               io);
+  if (o.json || o.format == "json") {
+    write_output(o.output, check::format_json(report, fail_on), io);
+  } else if (o.format == "html") {
+    write_output(o.output, html_report(spec.program, model, report), io);
+  } else {
+    write_output(o.output, check::format_text(report, fail_on), io);
+  }
   return report.fails(fail_on) ? exit_findings : exit_ok;
 }
 
@@ -88,7 +122,11 @@ Subcommand add_check(CLI::App& parent, Streams io) {
   app->add_option("--device", o->device,
                   "Device model the traps are priced on: a preset or a JSON model file (default: the spec's, "
                   "else h100)");
-  app->add_flag("--json", o->json, "Print the findings as JSON");
+  app->add_flag("--json", o->json, "Print the findings as JSON (same as --format json)");
+  app->add_option("-f,--format", o->format,
+                  "text (default), json, or html: one page with the findings above the predicted timeline, "
+                  "each finding's ops outlined")
+      ->capture_default_str();
   app->add_option("--fail-on", o->fail_on, "Exit 1 when a finding is at or above: info, warning, error")
       ->capture_default_str();
   app->add_option("-o,--output", o->output, "Write to FILE instead of standard output");

@@ -33,6 +33,19 @@ enum class format { summary, ascii, mermaid, chrome, json, html };
 /// faster" lines, and the Gantt (a lane per stream, per engine and for the
 /// host thread) drawn as SVG by an inline script from an embedded JSON block.
 [[nodiscard]] std::string to_html(const Timeline& timeline);
+/// A finding shown above a report's chart, its ops highlighted in it (the
+/// CLI fills these from overlap::check, which io does not depend on).
+struct HtmlFinding {
+  std::string level;       ///< "error", "warning" or "info"
+  std::string rule;        ///< e.g. "race"
+  std::string message;     ///< what is wrong
+  std::string fix;         ///< what to change; may be empty
+  std::vector<op_id> ops;  ///< highlighted in the chart
+  std::string cost;        ///< e.g. "time lost: 3 ms"; may be empty
+};
+/// The one-run report with `findings` listed above the chart; clicking one
+/// highlights only its ops.
+[[nodiscard]] std::string to_html(const Timeline& timeline, const std::vector<HtmlFinding>& findings);
 /// Two runs of one Program on one page, e.g. a measured run and the
 /// simulator's prediction of it: their metrics side by side, the total
 /// error, the ops whose durations differ most (matched by op id), and both
