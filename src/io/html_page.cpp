@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -57,9 +58,13 @@ table.errors th:first-child, table.errors td:first-child { text-align: left; }
 )CSS";
 
 // 7 significant digits: enough for a bar's pixel, and short in the JSON.
+// fmt and from_chars ignore the locale, unlike stod.
 double rounded(double value) {
   if (value == 0.0 || !std::isfinite(value)) return 0.0;
-  return std::stod(fmt::format("{:.7g}", value));
+  const std::string text = fmt::format("{:.7g}", value);
+  double result = value;
+  std::from_chars(text.data(), text.data() + text.size(), result);
+  return result;
 }
 
 std::string_view kind_of(const Span& s) {
