@@ -8,10 +8,13 @@
 
 #include "overlap/core/metrics.hpp"
 #include "overlap/io/exporters.hpp"
+#include "summary_lines.hpp"
 
 namespace overlap::io {
 
 namespace {
+
+using detail::stream_name;
 
 constexpr std::size_t max_chain_ops = 12;
 constexpr double max_slots = 200.0;
@@ -21,10 +24,6 @@ struct SlotPlan {
   double size = 0.0;
   bool coarse = false;  ///< spans were not aligned to a usable grid; slots are total/100
 };
-
-std::string stream_name(const Timeline& timeline, stream_id id) {
-  return id < timeline.streams.size() ? timeline.streams[id].name : fmt::format("stream {}", id);
-}
 
 std::string label_of(const Span& span) {
   return span.label.empty() ? std::string(to_string(span.kind)) : span.label;

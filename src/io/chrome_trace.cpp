@@ -6,11 +6,13 @@
 #include <utility>
 
 #include "overlap/io/exporters.hpp"
+#include "summary_lines.hpp"
 
 namespace overlap::io {
 
 namespace {
 
+using detail::stream_name;
 using nlohmann::json;
 
 // Process ids: the host thread, the device by stream, the device by engine.
@@ -50,10 +52,6 @@ int stream_tid(stream_id stream) {
 }
 int engine_tid(engine unit) {
   return static_cast<int>(unit) + 1;
-}
-
-std::string stream_name(const Timeline& timeline, stream_id id) {
-  return id < timeline.streams.size() ? timeline.streams[id].name : fmt::format("stream {}", id);
 }
 
 json metadata(const char* what, int pid, int tid, json args) {

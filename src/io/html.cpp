@@ -35,11 +35,8 @@ std::string summary_table(const Timeline& t, const Metrics& m) {
                              escape(std::string(to_string(m.bound_engine))), time(m.bound), m.total / m.bound,
                              percent(m.bound_attainment)));
   }
-  double blocked = 0.0;
-  for (const HostSpan& h : t.host_spans) {
-    if (h.activity == host_activity::blocked) blocked += h.end - h.start;
-  }
-  if (blocked > 0.0) row("Host blocked", time(blocked) + " in synchronous calls");
+  if (const auto blocked = detail::host_blocked(t); blocked && *blocked > 0.0)
+    row("Host blocked", time(*blocked) + " in synchronous calls");
   return "<table class=\"summary\">\n" + rows + "</table>\n";
 }
 

@@ -13,6 +13,7 @@
 #include "html_page.hpp"
 #include "overlap/core/metrics.hpp"
 #include "overlap/io/exporters.hpp"
+#include "summary_lines.hpp"
 
 namespace overlap::io {
 
@@ -75,9 +76,8 @@ struct OpError {
 
 std::string op_name(const Timeline& t, const Span& s) {
   const std::string label = s.label.empty() ? std::string(to_string(s.kind)) : s.label;
-  const std::string stream =
-      s.stream < t.streams.size() ? t.streams[s.stream].name : fmt::format("stream {}", s.stream);
-  return fmt::format("op {} {}{} on {}", s.op, label, s.item.empty() ? "" : " " + s.item, stream);
+  return fmt::format("op {} {}{} on {}", s.op, label, s.item.empty() ? "" : " " + s.item,
+                     detail::stream_name(t, s.stream));
 }
 
 std::string most_wrong(const Timeline& a, const Timeline& b, std::string_view a_name,

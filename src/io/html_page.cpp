@@ -197,10 +197,6 @@ std::string escape(std::string_view text) {
   return out;
 }
 
-std::string percent(double fraction) {
-  return fmt::format("{:.1f}%", fraction * 100.0);
-}
-
 std::string html_page(const std::string& title, const std::string& summary_html,
                       const std::vector<HtmlRun>& runs) {
   return html_page(title, summary_html, runs, {});

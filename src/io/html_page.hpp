@@ -14,9 +14,6 @@ namespace overlap::io::detail {
 /// Text for HTML: & < > " ' as entities.
 [[nodiscard]] std::string escape(std::string_view text);
 
-/// "12.5%".
-[[nodiscard]] std::string percent(double fraction);
-
 /// A Timeline drawn on the page, and what its lanes are called after the
 /// stream or engine ("measured", "predicted"; empty for a lone run).
 struct HtmlRun {

@@ -15,18 +15,12 @@ namespace {
 constexpr std::size_t max_stalls_listed = 8;
 
 using span_index = std::unordered_map<op_id, const Span*>;
-
-std::string stream_name(const Timeline& timeline, stream_id id) {
-  return id < timeline.streams.size() ? timeline.streams[id].name : fmt::format("stream {}", id);
-}
+using detail::percent;
+using detail::stream_name;
 
 std::string op_name(const Span& span) {
   const std::string label = span.label.empty() ? std::string(to_string(span.kind)) : span.label;
   return span.item.empty() ? label : fmt::format("{}:{}", label, span.item);
-}
-
-std::string percent(double fraction) {
-  return fmt::format("{:.1f}%", fraction * 100.0);
 }
 
 std::string with_unit(const Timeline& timeline, double value) {
@@ -112,15 +106,9 @@ std::string bound_line(const Timeline& timeline, const Metrics& metrics) {
 }
 
 std::string host_blocked_line(const Timeline& timeline) {
-  double blocked = 0.0;
-  bool any = false;
-  for (const HostSpan& host : timeline.host_spans) {
-    if (host.activity != host_activity::blocked) continue;
-    blocked += host.end - host.start;
-    any = true;
-  }
-  if (!any) return "";
-  return fmt::format("Host blocked: {} in synchronous calls\n", with_unit(timeline, blocked));
+  const std::optional<double> blocked = detail::host_blocked(timeline);
+  if (!blocked) return "";
+  return fmt::format("Host blocked: {} in synchronous calls\n", with_unit(timeline, *blocked));
 }
 
 std::string stalls_section(const Timeline& timeline, const Metrics& metrics) {
@@ -133,6 +121,22 @@ std::string stalls_section(const Timeline& timeline, const Metrics& metrics) {
 }  // namespace
 
 namespace detail {
+
+std::string percent(double fraction) {
+  return fmt::format("{:.1f}%", fraction * 100.0);
+}
+
+std::string stream_name(const Timeline& timeline, stream_id id) {
+  return id < timeline.streams.size() ? timeline.streams[id].name : fmt::format("stream {}", id);
+}
+
+std::optional<double> host_blocked(const Timeline& timeline) {
+  std::optional<double> blocked;
+  for (const HostSpan& host : timeline.host_spans) {
+    if (host.activity == host_activity::blocked) blocked = blocked.value_or(0.0) + (host.end - host.start);
+  }
+  return blocked;
+}
 
 std::vector<std::string> why_not_faster(const Timeline& timeline, const Metrics& metrics) {
   // Only the listed stalls need lookups, but the index keeps each one O(1).

@@ -1,6 +1,7 @@
-// What the summary and the HTML report both say about a Timeline.
+// What the text exporters and the HTML report both say about a Timeline.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,15 @@
 #include "overlap/core/timeline.hpp"
 
 namespace overlap::io::detail {
+
+/// "12.5%".
+[[nodiscard]] std::string percent(double fraction);
+
+/// The stream's name, or "stream 3" for an id the Timeline does not list.
+[[nodiscard]] std::string stream_name(const Timeline& timeline, stream_id id);
+
+/// Time the host spent blocked in synchronous calls; empty when it never blocked.
+[[nodiscard]] std::optional<double> host_blocked(const Timeline& timeline);
 
 /// "Why not faster": a sentence per stall (the longest first, at most 8),
 /// each naming the idle engine, the op that waited and what it waited for,

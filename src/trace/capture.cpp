@@ -11,7 +11,9 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "allocations.hpp"
 #include "capture_timeline.hpp"
@@ -160,14 +162,12 @@ class Converter {
   // issued after it, as it did. Returns the part after, for after_op().
   [[nodiscard]] double charge_call_excess_around_work(const Call& c) {
     const double excess = std::max(0.0, c.duration_ns() * ms_per_ns - options_.modeled_call_cost);
-    const auto* work = work_of(c);
-    if (!work || work->empty()) {
+    const auto extent = work_extent(c);
+    if (!extent) {
       carried_ += excess;
       return 0.0;
     }
-    std::uint64_t first = UINT64_MAX;
-    for (const std::size_t w : *work) first = std::min(first, trace_.work[w].start);
-    const double before = std::clamp(ms(first) - ms(c.start), 0.0, excess);
+    const double before = std::clamp(ms(extent->first) - ms(c.start), 0.0, excess);
     carried_ += before;
     return excess - before;
   }
@@ -231,13 +231,24 @@ class Converter {
     return it == work_by_call_.end() ? nullptr : &it->second;
   }
 
+  // From the start of call `c`'s first device work to the end of its last, in
+  // trace nanoseconds; empty without any.
+  [[nodiscard]] std::optional<std::pair<std::uint64_t, std::uint64_t>> work_extent(const Call& c) const {
+    const auto* work = work_of(c);
+    if (!work || work->empty()) return std::nullopt;
+    std::uint64_t start = UINT64_MAX;
+    std::uint64_t end = 0;
+    for (const std::size_t w : *work) {
+      start = std::min(start, trace_.work[w].start);
+      end = std::max(end, trace_.work[w].end);
+    }
+    return std::pair{start, end};
+  }
+
   // When the last device work of call `c` ended (ms), or 0 without any.
   [[nodiscard]] double work_end(const Call& c) const {
-    const auto* work = work_of(c);
-    if (!work || work->empty()) return 0.0;
-    std::uint64_t end = 0;
-    for (const std::size_t w : *work) end = std::max(end, trace_.work[w].end);
-    return ms(end);
+    const auto extent = work_extent(c);
+    return extent ? ms(extent->second) : 0.0;
   }
 
   // A blocking call that waited for work ending at `awaited` returned this
@@ -247,15 +258,8 @@ class Converter {
   }
 
   [[nodiscard]] double measured_duration(const Call& c) const {
-    const auto* work = work_of(c);
-    if (!work || work->empty()) return 0.0;
-    std::uint64_t start = UINT64_MAX;
-    std::uint64_t end = 0;
-    for (const std::size_t w : *work) {
-      start = std::min(start, trace_.work[w].start);
-      end = std::max(end, trace_.work[w].end);
-    }
-    return static_cast<double>(end - start) * ms_per_ns;
+    const auto extent = work_extent(c);
+    return extent ? static_cast<double>(extent->second - extent->first) * ms_per_ns : 0.0;
   }
 
   // Pageable when CUPTI says the host side was; otherwise what we know of the pointer.
