@@ -9,8 +9,9 @@ OVERLAP := build/$(PRESET)/tools/overlap/overlap
 
 run: build
 	@if nvidia-smi -L >/dev/null 2>&1 && $(OVERLAP) bench --help >/dev/null 2>&1; then \
-	  $(OVERLAP) bench --quick --timeline build/timeline.json && \
-	  echo "timeline of the best run: build/timeline.json (open in ui.perfetto.dev)"; \
+	  $(OVERLAP) bench --quick --timeline build/timeline.json --report build/report.html && \
+	  echo "timeline of the best run: build/timeline.json (open in ui.perfetto.dev)" && \
+	  echo "report: build/report.html (the sweep, and the best run measured beside its prediction)"; \
 	else \
 	  echo "(no CUDA device: simulating the seeds' 2-stream pipeline instead)"; \
 	  $(OVERLAP) simulate examples/seed004.yaml --format ascii,summary; \

@@ -1,42 +1,60 @@
 #!/usr/bin/env bash
 # Runs on the lent GPU machine (see bench/RESULTS.md): it has CUDA but none
-# of our Debian dependencies, so the `h100` preset is built on the dev machine
-# and carried over with the Debian shared libraries it needs (.devlibs/:
-# libfmt.so.9, libyaml-cpp.so.0.7, libbenchmark.so.1debian).
-#   here:   cmake --preset h100 && cmake --build --preset h100
-#   device: scripts/device-run.sh   (results under $OUT)
+# of our Debian dependencies, so the `h100` preset is built on the dev machine,
+# staged into .devbuild/ by scripts/stage-device-build.sh, and carried over
+# with the Debian shared libraries it needs (.devlibs/: libfmt.so.9,
+# libyaml-cpp.so.0.7, libbenchmark.so.1debian).
+#   here:   cmake --preset h100 && cmake --build --preset h100 && scripts/stage-device-build.sh
+#   device: scripts/device-run.sh [STEP...]   (results under $OUT)
+#   steps:  tests memcheck examples bench graph   (default: all)
+# `bench` writes bench.json, the best run's Chrome trace and the HTML report
+# (bench-report.html), then the text table.
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 # The CPU tests find examples/ by the absolute path of the build machine.
 [ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
 export LD_LIBRARY_PATH="$PWD/.devlibs:${LD_LIBRARY_PATH:-}"
+if [ -d .devbuild/h100 ] && [ ! -e build/h100/tools/overlap/overlap ]; then
+  mkdir -p build && cp -a .devbuild/h100 build/h100
+fi
 B=build/h100
 log="$OUT/device-run.log"
+steps=${*:-"tests memcheck examples bench graph"}
 status=0
 step() {  # step NAME COMMAND...: run, append to the log, remember failures
   local name=$1; shift
   echo "=== $name: $*" | tee -a "$log"
+  local started=$SECONDS
   "$@" >>"$log" 2>&1; local rc=$?
-  echo "=== $name: exit $rc" | tee -a "$log"
+  echo "=== $name: exit $rc ($((SECONDS - started)) s)" | tee -a "$log"
   [ $rc -eq 0 ] || status=1
 }
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } >"$OUT/device.txt" 2>&1
-step cpu-tests "$B/tests/overlap_tests" --gtest_brief=1
-for exe in "$B"/tests/overlap_cuda_*tests "$B"/tests/overlap_gpu_tests*; do
-  [ -x "$exe" ] && step "$(basename "$exe")" "$exe" --gtest_brief=1
+for s in $steps; do
+  case $s in
+    tests)
+      step cpu-tests "$B/tests/overlap_tests" --gtest_brief=1
+      for exe in "$B"/tests/overlap_cuda_*tests "$B"/tests/overlap_bench_*tests "$B"/tests/overlap_gpu_tests*; do
+        [ -x "$exe" ] && step "$(basename "$exe")" "$exe" --gtest_brief=1
+      done ;;
+    memcheck)
+      [ -x "$B/tests/overlap_gpu_tests" ] &&
+        step memcheck compute-sanitizer --tool memcheck --leak-check full --report-api-errors no --error-exitcode 3 \
+          "$B/tests/overlap_gpu_tests" --gtest_brief=1 ;;
+    examples)
+      for ex in "$B"/examples/stream_overlap "$B"/examples/out_of_core; do
+        [ -x "$ex" ] && step "$(basename "$ex")" "$ex"
+      done ;;
+    bench)
+      step bench "$B/tools/overlap/overlap" bench --json --output "$OUT/bench.json" \
+        --timeline "$OUT/best-timeline.json" --report "$OUT/bench-report.html"
+      step bench-table "$B/tools/overlap/overlap" bench --reps 10 ;;
+    graph)
+      [ -x "$B/bench/graph_launch_cost" ] &&
+        step graph-launch-cost "$B/bench/graph_launch_cost" --benchmark_repetitions=5 \
+          --benchmark_report_aggregates_only=true ;;
+    *) echo "unknown step '$s' (steps: tests memcheck examples bench graph)" >&2; status=2 ;;
+  esac
 done
-if [ -x "$B/tests/overlap_gpu_tests" ]; then
-  step memcheck compute-sanitizer --tool memcheck --leak-check full --report-api-errors no --error-exitcode 3 "$B/tests/overlap_gpu_tests" --gtest_brief=1
-fi
-for ex in "$B"/examples/stream_overlap "$B"/examples/out_of_core; do
-  [ -x "$ex" ] && step "$(basename "$ex")" "$ex"
-done
-if [ -x "$B/tools/overlap/overlap" ]; then
-  step bench "$B/tools/overlap/overlap" bench --json --output "$OUT/bench.json" --timeline "$OUT/best-timeline.json"
-  step bench-table "$B/tools/overlap/overlap" bench --reps 10
-fi
-if [ -x "$B/bench/graph_launch_cost" ]; then
-  step graph-launch-cost "$B/bench/graph_launch_cost" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-fi
 exit $status

@@ -3,8 +3,10 @@
 # Nothing else is fetched: CUDA, if present, is used from /usr/local/cuda.
 set -euo pipefail
 
+# python3, chromium and fonts-dejavu-core: the browser test of the HTML
+# reports (tests/browser) and scripts/screenshot-report.sh.
 packages=(cmake ninja-build g++ make libfmt-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
-          libgtest-dev libbenchmark-dev)
+          libgtest-dev libbenchmark-dev python3 chromium fonts-dejavu-core)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

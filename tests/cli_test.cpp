@@ -149,6 +149,30 @@ void expect_bad_input(const Result& r, const std::string& needle) {
   EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
 }
 
+TEST(Cli, HtmlReportsOfBadInputExitTwoWithOneLineAndNoFile) {
+  const TempDir dir;
+  const auto target = (dir.path() / "r.html").string();
+  expect_bad_input(
+      run({"simulate", dir.write("empty.yaml", "streams: []\nops: []\n"), "--format", "html", "-o", target}),
+      "ops: an empty list");
+  EXPECT_FALSE(fs::exists(target));
+  const auto unwritable = (dir.path() / "missing" / "r.html").string();
+  expect_bad_input(run({"simulate", example("seed004.yaml"), "--format", "html", "-o", unwritable}),
+                   "--output: cannot write");
+  EXPECT_FALSE(fs::exists(unwritable + ".partial"));
+
+  // `overlap bench --report` refuses a path it could not write before it measures anything.
+  const Result missing_dir = run({"bench", "--report", unwritable});
+  const Result a_directory = run({"bench", "--report", dir.path().string()});
+  if (missing_dir.err.find("built without CUDA") != std::string::npos) {
+    expect_bad_input(missing_dir, "built without CUDA");
+  } else {
+    expect_bad_input(missing_dir,
+                     "--report: directory '" + (dir.path() / "missing").string() + "' does not exist");
+    expect_bad_input(a_directory, "is a directory, not a file");
+  }
+}
+
 TEST(Cli, BadSpecsExitWithCodeTwoAndOneLine) {
   const TempDir dir;
   const std::string pipeline =

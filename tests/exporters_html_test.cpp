@@ -1,13 +1,18 @@
 // The HTML report on seed 004: one page with no external resources, the
 // summary numbers, and a data block holding every op where the simulator
 // put it (the bars are drawn from it; the browser test checks the drawing).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 #include <string>
 
 #include "overlap/core/device_model.hpp"
+#include "overlap/core/error.hpp"
 #include "overlap/io/exporters.hpp"
 #include "overlap/io/spec.hpp"
 #include "overlap/sim/simulator.hpp"
@@ -192,6 +197,113 @@ TEST(HtmlComparison, OpsOnlyOneRunHasAreCounted) {
   const std::string page = to_html_comparison(measured, predicted, "recorded", "traced");
   EXPECT_TRUE(contains(page, "5 ops in both runs")) << page.substr(0, 4000);
   EXPECT_TRUE(contains(page, "<th>recorded</th><th>traced</th>"));
+}
+
+HtmlChart sweep() {
+  HtmlChart chart;
+  chart.title = "sweep";
+  chart.x_label = "chunk size";
+  chart.y_label = "ms";
+  chart.log_x = true;
+  chart.x_ticks = {{1024.0, "1 KiB"}, {4096.0, "4 KiB"}, {65536.0, "64 KiB"}};
+  chart.series = {{"2 streams", {{4096.0, 7.5}, {1024.0, 9.25}, {65536.0, 8.0}}},
+                  {"4 streams", {{1024.0, 6.5}}}};
+  chart.levels = {{"floor", 6.0}, {"sequential", 12.0}};
+  return chart;
+}
+
+std::string attribute(const std::string& element, const std::string& name) {
+  std::smatch m;
+  if (!std::regex_search(element, m, std::regex(" " + name + "=\"([^\"]*)\""))) return {};
+  return m[1];
+}
+
+std::vector<double> numbers(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<double> values;
+  for (double v = 0.0; in >> v;) values.push_back(v);
+  return values;
+}
+
+TEST(HtmlChart, EveryPointAndLevelSitsWhereTheAxesPutIt) {
+  HtmlComparisonOptions options;
+  options.title = "bench";
+  options.notes = {"a <note>"};
+  options.charts = {sweep()};
+  const Timeline t = seed004();
+  const std::string page = to_html_comparison(t, t, options);
+  EXPECT_TRUE(contains(page, "<h1>bench</h1>"));
+  EXPECT_TRUE(contains(page, "<li>a &lt;note&gt;</li>"));
+
+  std::smatch svg;
+  ASSERT_TRUE(std::regex_search(page, svg, std::regex("<svg class=\"chart\"[^>]*>")));
+  const std::vector<double> plot = numbers(attribute(svg[0], "data-plot"));  // left top right bottom
+  const std::vector<double> xs = numbers(attribute(svg[0], "data-x-domain"));
+  const std::vector<double> ys = numbers(attribute(svg[0], "data-y-domain"));
+  ASSERT_EQ(plot.size(), 4U);
+  ASSERT_EQ(xs.size(), 2U);
+  ASSERT_EQ(ys.size(), 2U);
+  // The axes hold every value: log2 x from 10 to 16, y from 6 to 12.
+  EXPECT_LT(xs[0], 10.0);
+  EXPECT_GT(xs[1], 16.0);
+  EXPECT_LE(ys[0], 6.0);
+  EXPECT_GE(ys[1], 12.0);
+  const auto x_at = [&](double x) {
+    return plot[0] + (std::log2(x) - xs[0]) / (xs[1] - xs[0]) * (plot[2] - plot[0]);
+  };
+  const auto y_at = [&](double y) { return plot[3] - (y - ys[0]) / (ys[1] - ys[0]) * (plot[3] - plot[1]); };
+
+  const std::regex point("<circle class=\"point\"[^>]*>");
+  std::size_t points = 0;
+  for (auto it = std::sregex_iterator(page.begin(), page.end(), point); it != std::sregex_iterator(); ++it) {
+    const std::string e = (*it)[0];
+    const double x = std::stod(attribute(e, "data-x"));
+    const double y = std::stod(attribute(e, "data-y"));
+    EXPECT_NEAR(std::stod(attribute(e, "cx")), x_at(x), 0.01) << e;
+    EXPECT_NEAR(std::stod(attribute(e, "cy")), y_at(y), 0.01) << e;
+    ++points;
+  }
+  EXPECT_EQ(points, 4U);
+  EXPECT_TRUE(contains(page, R"(data-series="2 streams" data-x="1024" data-y="9.25")"));
+  EXPECT_TRUE(contains(page, "<title>2 streams, 4 KiB: 7.5 ms</title>"));  // a point's x by its tick label
+  // A line per series, its points in x order.
+  std::smatch line;
+  ASSERT_TRUE(std::regex_search(page, line,
+                                std::regex("<polyline class=\"series\" data-series=\"2 streams\"[^>]*>")));
+  const std::string expected_points = fmt::format("{:.2f},{:.2f} {:.2f},{:.2f} {:.2f},{:.2f}", x_at(1024),
+                                                  y_at(9.25), x_at(4096), y_at(7.5), x_at(65536), y_at(8.0));
+  EXPECT_EQ(attribute(line[0], "points"), expected_points);
+  std::smatch level;
+  ASSERT_TRUE(std::regex_search(page, level, std::regex("<line class=\"level\" data-level=\"floor\"[^>]*>")));
+  EXPECT_NEAR(std::stod(attribute(level[0], "y1")), y_at(6.0), 0.01);
+  EXPECT_TRUE(contains(page, ">64 KiB</text>"));
+  EXPECT_TRUE(contains(page, "floor 6 ms"));  // the legend names each level with its value
+}
+
+TEST(HtmlChart, BadChartsAreRejectedNamingTheChartAndTheValue) {
+  const Timeline t = seed004();
+  const auto message = [&](const HtmlChart& chart) -> std::string {
+    HtmlComparisonOptions options;
+    options.charts = {chart};
+    try {
+      (void)to_html_comparison(t, t, options);
+    } catch (const invalid_input& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  HtmlChart zero_on_log = sweep();
+  zero_on_log.series[1].points.push_back({0.0, 1.0});
+  EXPECT_TRUE(contains(message(zero_on_log),
+                       "chart 'sweep': an x of series '4 streams' is 0 but the x axis is "
+                       "logarithmic"))
+      << message(zero_on_log);
+  HtmlChart not_a_number = sweep();
+  not_a_number.levels[0].y = std::nan("");
+  EXPECT_TRUE(contains(message(not_a_number), "chart 'sweep': level 'floor' is not a finite number"));
+  HtmlChart empty = sweep();
+  empty.series.clear();
+  EXPECT_TRUE(contains(message(empty), "chart 'sweep': no points to draw"));
 }
 
 }  // namespace

@@ -30,6 +30,31 @@ TEST(Program, LegacyDefaultStreamIsCreatedOnceOnFirstUse) {
   EXPECT_EQ(p.streams()[a].name, "default");
 }
 
+TEST(Program, WithoutOpsKeepsStreamsEventsNameAndUnitSoOpsCanBeAppendedAgain) {
+  Program p;
+  p.name = "edited";
+  p.time_unit = "us";
+  const stream_id legacy = p.legacy_default_stream();
+  const stream_id s = p.add_stream("s1", stream_kind::non_blocking, -1);
+  const event_id e = p.add_event("done");
+  p.kernel(s, 2.0);
+  p.record(e, s);
+  p.wait(legacy, e);
+
+  Program q = p.without_ops();
+  EXPECT_TRUE(q.ops().empty());
+  EXPECT_EQ(q.name, "edited");
+  EXPECT_EQ(q.time_unit, "us");
+  ASSERT_EQ(q.streams().size(), 2u);
+  EXPECT_EQ(q.streams()[legacy].kind, stream_kind::legacy_default);
+  EXPECT_EQ(q.streams()[s].kind, stream_kind::non_blocking);
+  EXPECT_EQ(q.streams()[s].priority, -1);
+  EXPECT_EQ(q.events(), p.events());
+  for (const Op& op : p.ops()) q.append(op);  // every id still resolves
+  EXPECT_EQ(q.ops().size(), 3u);
+  EXPECT_EQ(p.ops().size(), 3u);  // the original keeps its ops
+}
+
 TEST(Program, RejectsBadArgumentsNamingThem) {
   Program p;
   const stream_id s = p.add_stream("s1");

@@ -506,10 +506,13 @@ class workload_bench {
     recording.record = cuda::recording::on;
     pipeline on(recording);
     std::optional<Timeline> last;
-    const runner recorded = [this, &on, &last](const cuda::event&) {
+    std::optional<Program> last_program;
+    const runner recorded = [this, &on, &last, &last_program](const cuda::event&) {
       cuda::run_report report = on.run(std::span<const float>(in_.data(), elements_), out_.span(), stage_);
+      const run_info info = info_of(report);
       last = std::move(report.timeline);
-      return info_of(report);
+      last_program = std::move(report.program);
+      return info;
     };
     const auto capture_started = host_clock::now();
     cuda::pipeline_graph graph =
@@ -547,6 +550,7 @@ class workload_bench {
     if (last) {
       last->program_name = std::string(to_string(workload_.kind)) + ": " + best.name + " (recorded)";
       result.best_timeline = std::move(last);
+      result.best_program = std::move(last_program);
     }
   }
 

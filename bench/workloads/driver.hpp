@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "overlap/core/error.hpp"
+#include "overlap/core/program.hpp"
 #include "overlap/core/timeline.hpp"
 
 namespace overlap::bench {
@@ -124,6 +125,9 @@ struct workload_result {
   double graph_setup_ms = 0.0;
   /// The measured Timeline of the last recorded run of the best configuration.
   std::optional<Timeline> best_timeline;
+  /// The Program that run issued (its ops are the Timeline's spans), for
+  /// predicting the same run with the simulator.
+  std::optional<Program> best_program;
 
   /// The floor of that kind; throws overlap::error when absent.
   [[nodiscard]] const variant_result& floor(variant_kind kind) const;

@@ -10,10 +10,7 @@
 namespace overlap::check::detail {
 
 ProgramEditor::ProgramEditor(const Program& original) : original_(original) {
-  edited_.program.name = original.name;
-  edited_.program.time_unit = original.time_unit;
-  for (const Stream& s : original.streams()) edited_.program.add_stream(s.name, s.kind, s.priority);
-  for (const std::string& e : original.events()) edited_.program.add_event(e);
+  edited_.program = original.without_ops();
 }
 
 stream_id ProgramEditor::add_stream(const std::string& base, stream_kind kind) {

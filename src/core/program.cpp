@@ -120,6 +120,15 @@ stream_id Program::add_stream(std::string stream_name, stream_kind kind, int pri
   return static_cast<stream_id>(streams_.size() - 1);
 }
 
+Program Program::without_ops() const {
+  Program copy;
+  copy.name = name;
+  copy.time_unit = time_unit;
+  copy.streams_ = streams_;
+  copy.events_ = events_;
+  return copy;
+}
+
 stream_id Program::legacy_default_stream() {
   for (std::size_t i = 0; i < streams_.size(); ++i) {
     if (streams_[i].kind == stream_kind::legacy_default) return static_cast<stream_id>(i);

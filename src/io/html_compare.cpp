@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "html_chart.hpp"
 #include "html_page.hpp"
 #include "overlap/core/metrics.hpp"
 #include "overlap/io/exporters.hpp"
@@ -131,20 +132,38 @@ std::string most_wrong(const Timeline& a, const Timeline& b, std::string_view a_
 
 std::string to_html_comparison(const Timeline& reference, const Timeline& other,
                                std::string_view reference_name, std::string_view other_name) {
+  HtmlComparisonOptions options;
+  options.reference_name = reference_name;
+  options.other_name = other_name;
+  return to_html_comparison(reference, other, options);
+}
+
+std::string to_html_comparison(const Timeline& reference, const Timeline& other,
+                               const HtmlComparisonOptions& options) {
+  const std::string& a_name = options.reference_name;
+  const std::string& b_name = options.other_name;
   const Metrics a = compute_metrics(reference);
   const Metrics b = compute_metrics(other);
-  const std::string name = reference.program_name.empty() ? "(unnamed)" : reference.program_name;
-  std::string summary = fmt::format(
-      "<h1>{}</h1>\n<p class=\"sub\">{} ({}) against {} ({}) · times in {}</p>\n", escape(name),
-      escape(other_name), escape(other.device.empty() ? "unknown" : other.device), escape(reference_name),
-      escape(reference.device.empty() ? "unknown" : reference.device), escape(reference.time_unit));
+  const std::string program = reference.program_name.empty() ? "(unnamed)" : reference.program_name;
+  const std::string title = options.title.empty() ? program : options.title;
+  std::string summary = fmt::format("<h1>{}</h1>\n", escape(title));
+  if (!options.notes.empty()) {
+    summary += "<ul class=\"notes\">\n";
+    for (const std::string& note : options.notes) summary += "<li>" + escape(note) + "</li>\n";
+    summary += "</ul>\n";
+  }
+  for (const HtmlChart& chart : options.charts) summary += detail::svg_chart(chart);
+  if (!options.title.empty()) summary += fmt::format("<h2>{}</h2>\n", escape(program));
+  summary += fmt::format("<p class=\"sub\">{} ({}) against {} ({}) · times in {}</p>\n", escape(b_name),
+                         escape(other.device.empty() ? "unknown" : other.device), escape(a_name),
+                         escape(reference.device.empty() ? "unknown" : reference.device),
+                         escape(reference.time_unit));
   summary += fmt::format("<p class=\"total-error\">Total error: <b>{}</b> ({} {} against {} {})</p>\n",
                          relative(a.total, b.total), escape(format_number(b.total)), escape(other.time_unit),
                          escape(format_number(a.total)), escape(reference.time_unit));
-  summary += metrics_table(reference, a, b, reference_name, other_name);
-  summary += most_wrong(reference, other, reference_name, other_name);
-  return detail::html_page(name, summary,
-                           {{&reference, std::string(reference_name)}, {&other, std::string(other_name)}});
+  summary += metrics_table(reference, a, b, a_name, b_name);
+  summary += most_wrong(reference, other, a_name, b_name);
+  return detail::html_page(title, summary, {{&reference, a_name}, {&other, b_name}});
 }
 
 }  // namespace overlap::io

@@ -38,8 +38,8 @@ svg#gantt { display: block; width: 100%; max-width: 1210px; user-select: none; }
 .lane { fill: #fafafa; } .lane.odd { fill: #f0f0f0; }
 .lane-label { font-size: 12px; text-anchor: end; fill: #333; }
 .tick { stroke: #ddd; } .tick-label { font-size: 11px; text-anchor: middle; fill: #555; }
-.unit { font-size: 11px; fill: #555; }
-.bar { stroke: #fff; stroke-width: 0.5; }
+.unit { font-size: 11px; fill: #555; text-anchor: end; }
+.bar { stroke: #fff; stroke-width: 0.5; } .bar.merged { stroke: none; }
 .bar.hl { stroke: #000; stroke-width: 2; } .bar.dim { opacity: 0.3; }
 ul.findings li { cursor: pointer; margin-bottom: 6px; } .level-error { color: #b00020; font-weight: bold; }
 .level-warning { color: #a15c00; font-weight: bold; } .level-info { color: #555; font-weight: bold; }
@@ -54,6 +54,13 @@ table.summary.compare td { padding-right: 16px; }
 table.errors { border-collapse: collapse; font-size: 13px; }
 table.errors th, table.errors td { padding: 2px 12px 2px 0; text-align: right; font-variant-numeric: tabular-nums; }
 table.errors th:first-child, table.errors td:first-child { text-align: left; }
+figure.chart { margin: 8px 0 12px; } svg.chart { display: block; max-width: 100%; height: auto; }
+svg.chart text { font-size: 12px; fill: #333; } svg.chart .chart-title { font-size: 14px; font-weight: 600; }
+svg.chart .tick-label { text-anchor: middle; fill: #555; } svg.chart .tick-label.y { text-anchor: end; }
+svg.chart .axis-label { text-anchor: middle; fill: #555; } svg.chart .grid { stroke: #e4e4e4; }
+svg.chart .frame { fill: none; stroke: #999; } svg.chart .series { fill: none; stroke-width: 2; }
+svg.chart .level { stroke: #222; stroke-width: 1.5; }
+ul.notes { margin: 0 0 8px; padding-left: 20px; }
 @media print { .controls, .hint, #tip { display: none; } body { margin: 0; } }
 )CSS";
 
@@ -84,7 +91,9 @@ std::string_view kind_name(std::string_view kind) {
   if (kind == "h2d") return "H2D copy";
   if (kind == "d2h") return "D2H copy";
   if (kind == "d2d") return "D2D copy";
-  return kind;
+  if (kind == "kernel") return "Kernel";
+  if (kind == "memset") return "Memset";
+  return "Other";
 }
 
 /// Indexes values into a table, each once.
@@ -151,6 +160,7 @@ class PageData {
   }
 
   [[nodiscard]] const std::vector<std::string>& kinds() const noexcept { return kinds_.values(); }
+  [[nodiscard]] const std::vector<std::string>& activities() const noexcept { return activities_.values(); }
 
  private:
   Table<std::string> labels_, items_, kinds_, engines_, activities_;
@@ -167,15 +177,19 @@ std::string script_safe(std::string text) {
   return text;
 }
 
-std::string legend(const std::vector<std::string>& kinds, bool host) {
+std::string_view activity_name(std::string_view activity) {
+  if (activity == "api_call") return "host: issuing a call";
+  if (activity == "blocked") return "host: blocked";
+  return "host: work";
+}
+
+// Only what the chart shows: the kinds of its ops and its host activities.
+std::string legend(const std::vector<std::string>& kinds, const std::vector<std::string>& activities) {
   std::string html = "<div class=\"legend\">";
   for (const std::string& k : kinds)
     html += fmt::format("<span class=\"sw k-{}\"></span>{}", k, escape(kind_name(k)));
-  if (host) {
-    html += R"(<span class="sw h-api_call"></span>host: issuing a call)"
-            R"(<span class="sw h-blocked"></span>host: blocked)"
-            R"(<span class="sw h-work"></span>host: work)";
-  }
+  for (const std::string& a : activities)
+    html += fmt::format("<span class=\"sw h-{}\"></span>{}", a, escape(activity_name(a)));
   return html + "</div>\n";
 }
 
@@ -207,11 +221,9 @@ std::string html_page(const std::string& title, const std::string& summary_html,
                       const std::vector<std::vector<op_id>>& highlight_groups) {
   PageData data;
   json run_data = json::array();
-  bool host = false;
   std::size_t spans = 0;
   for (const HtmlRun& r : runs) {
     run_data.push_back(data.run(r));
-    host = host || !r.timeline->host_spans.empty();
     spans += r.timeline->spans.size();
   }
   std::string page;
@@ -225,7 +237,7 @@ std::string html_page(const std::string& title, const std::string& summary_html,
           R"(<input id="chunks" type="number" min="1" value="4"> chunks</span>)"
           R"(<span class="hint">drag across the chart to zoom</span></div>)"
           "\n";
-  page += legend(data.kinds(), host);
+  page += legend(data.kinds(), data.activities());
   page += R"(<svg id="gantt" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="timeline"></svg>)"
           "\n<noscript><p>The timeline is drawn by the page's script; the tables above need "
           "none.</p></noscript>\n"

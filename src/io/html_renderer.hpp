@@ -63,6 +63,7 @@ inline constexpr std::string_view html_renderer = R"JS(
   var highlighted = groups.length ? setOf([].concat.apply([], groups)) : null;
 
   var view = [0, data.total > 0 ? data.total : 1];
+  var MERGE = 2, merged = [];
   function draw() {
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     var v0 = view[0], v1 = view[1], scale = WIDTH / (v1 - v0);
@@ -80,23 +81,75 @@ inline constexpr std::string_view html_renderer = R"JS(
       el('line', {x1: x, x2: x, y1: AXIS - 4, y2: AXIS + lanes.length * LANE, class: 'tick'}, svg);
       el('text', {x: x, y: AXIS - 8, class: 'tick-label'}, svg).textContent = num(t);
     }
-    el('text', {x: LABEL + WIDTH + 4, y: AXIS - 8, class: 'unit'}, svg).textContent = data.unit;
+    // The unit left of the axis, where no tick label can run into it.
+    el('text', {x: LABEL - 6, y: AXIS - 8, class: 'unit'}, svg).textContent = 'time (' + data.unit + ')';
     var bars = el('g', {}, svg);
-    function bar(lane, start, end, cls, r, i, op) {
+    // Each lane's bars are laid out first and drawn after: bars narrower than MERGE pixels that
+    // touch (less than a pixel apart) are drawn as one "merged" bar. 100,000 ops on a 1000-pixel
+    // lane would otherwise be 100,000 rects, their white outlines hiding their colour, and the
+    // browser would take seconds to lay them out. A merged bar has the colour of the kind that
+    // fills most of it, its tooltip counts its ops, and zooming in shows them one by one.
+    var laneBars = lanes.map(function () { return []; });
+    function bar(lane, start, end, kind, hl, r, i, op) {
       if (end < v0 || start > v1 || (start === v1 && end > start)) return;  // outside the view
-      var x = LABEL + (Math.max(start, v0) - v0) * scale;
-      var w = Math.max((Math.min(end, v1) - Math.max(start, v0)) * scale, 1);
-      el('rect', {x: x, y: AXIS + lane * LANE + (LANE - BAR) / 2, width: w, height: BAR, class: cls,
-                  'data-r': r, 'data-i': i, 'data-op': op}, bars);
+      laneBars[lane].push({start: start, end: end, x0: LABEL + (Math.max(start, v0) - v0) * scale,
+                           x1: LABEL + (Math.min(end, v1) - v0) * scale, kind: kind, hl: hl, r: r, i: i, op: op});
     }
     data.runs.forEach(function (run, r) {
       run.ops.forEach(function (o, i) {
-        var cls = 'bar k-' + data.kinds[o[4]] + (highlighted ? (highlighted[o[8]] ? ' hl' : ' dim') : '');
-        bar(streamLane[r + ':' + o[5]], o[2], o[3], cls, r, i, o[8]);
-        if (o[6] >= 0) bar(engineLane[r + ':' + o[6]], o[2], o[3], cls, r, i, o[8]);
+        var kind = 'k-' + data.kinds[o[4]], hl = highlighted ? (highlighted[o[8]] ? ' hl' : ' dim') : '';
+        bar(streamLane[r + ':' + o[5]], o[2], o[3], kind, hl, r, i, o[8]);
+        if (o[6] >= 0) bar(engineLane[r + ':' + o[6]], o[2], o[3], kind, hl, r, i, o[8]);
       });
-      run.host.forEach(function (h, i) { bar(hostLane[r], h[1], h[2], 'bar h-' + data.activities[h[3]], r, -1 - i, -1); });
+      run.host.forEach(function (h, i) { bar(hostLane[r], h[1], h[2], 'h-' + data.activities[h[3]], '', r, -1 - i, -1); });
     });
+    merged = [];
+    laneBars.forEach(function (list, lane) {
+      var y = AXIS + lane * LANE + (LANE - BAR) / 2, group = null;
+      function single(b) {
+        el('rect', {x: b.x0, y: y, width: Math.max(b.x1 - b.x0, 1), height: BAR, class: 'bar ' + b.kind + b.hl,
+                    'data-r': b.r, 'data-i': b.i, 'data-op': b.op}, bars);
+      }
+      function flush() {
+        if (group === null) return;
+        if (group.members.length === 1) { single(group.members[0]); group = null; return; }
+        var fill = {}, kind = '', hl = '';
+        group.members.forEach(function (b) {
+          fill[b.kind] = (fill[b.kind] || 0) + (b.x1 - b.x0);
+          if (b.hl === ' hl' || (b.hl === ' dim' && hl === '')) hl = b.hl;
+        });
+        Object.keys(fill).forEach(function (k) { if (kind === '' || fill[k] > fill[kind]) kind = k; });
+        merged.push(group);
+        el('rect', {x: group.x0, y: y, width: Math.max(group.x1 - group.x0, 1), height: BAR,
+                    class: 'bar merged ' + kind + hl, 'data-r': group.members[0].r, 'data-m': merged.length - 1,
+                    'data-n': group.members.length}, bars);
+        group = null;
+      }
+      list.sort(function (a, b) { return a.x0 - b.x0; });  // stable: ties keep issue order
+      list.forEach(function (b) {
+        var narrow = b.x1 - b.x0 < MERGE;
+        if (group !== null && narrow && b.x0 <= group.x1 + 1) {
+          group.members.push(b);
+          group.x1 = Math.max(group.x1, b.x1);
+          return;
+        }
+        flush();
+        if (narrow) group = {x0: b.x0, x1: b.x1, members: [b]}; else single(b);
+      });
+      flush();
+    });
+  }
+
+  function describeMerged(g) {
+    var count = {}, t0 = Infinity, t1 = -Infinity;
+    g.members.forEach(function (b) {
+      var name = b.kind.slice(2);
+      count[name] = (count[name] || 0) + 1;
+      t0 = Math.min(t0, b.start); t1 = Math.max(t1, b.end);
+    });
+    return g.members.length + ' ops from ' + num(t0) + ' to ' + num(t1) + ' ' + data.unit + '\n' +
+           Object.keys(count).map(function (k) { return count[k] + ' ' + k; }).join(', ') +
+           '\ndrag across them to zoom in';
   }
 
   function describe(r, i) {
@@ -122,8 +175,9 @@ inline constexpr std::string_view html_renderer = R"JS(
   }
   svg.addEventListener('mousemove', function (ev) {
     var i = ev.target.getAttribute && ev.target.getAttribute('data-i');
-    if (i === null || i === undefined) { tip.style.display = 'none'; return; }
-    tip.textContent = describe(+ev.target.getAttribute('data-r'), +i);
+    var m = ev.target.getAttribute && ev.target.getAttribute('data-m');
+    if ((i === null || i === undefined) && (m === null || m === undefined)) { tip.style.display = 'none'; return; }
+    tip.textContent = m !== null && m !== undefined ? describeMerged(merged[+m]) : describe(+ev.target.getAttribute('data-r'), +i);
     tip.style.display = 'block';
     tip.style.left = (ev.pageX + 12) + 'px';
     tip.style.top = (ev.pageY + 12) + 'px';
@@ -170,6 +224,8 @@ inline constexpr std::string_view html_renderer = R"JS(
     });
   }
   draw();
+  // Milliseconds from navigation start to the chart drawn: the browser test reads it.
+  document.documentElement.setAttribute('data-rendered-ms', performance.now().toFixed(1));
 })();
 )JS";
 

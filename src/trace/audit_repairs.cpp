@@ -11,17 +11,7 @@ namespace overlap::trace::detail {
 namespace {
 
 Program without(const Program& p, const std::set<op_id>& dropped) {
-  Program q;
-  q.name = p.name;
-  q.time_unit = p.time_unit;
-  for (const Stream& s : p.streams()) {
-    if (s.kind == stream_kind::legacy_default) {
-      (void)q.legacy_default_stream();
-    } else {
-      (void)q.add_stream(s.name, s.kind, s.priority);
-    }
-  }
-  for (const std::string& e : p.events()) (void)q.add_event(e);
+  Program q = p.without_ops();
   for (op_id i = 0; i < p.ops().size(); ++i) {
     if (!dropped.contains(i)) (void)q.append(p.ops()[i]);
   }

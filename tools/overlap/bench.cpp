@@ -3,8 +3,10 @@
 // defaults and over a chunk x stream sweep) against the floors measured in
 // the same run, every output checked. Measuring is bench/workloads' job;
 // this file chooses the configuration, judges and prints.
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -19,6 +21,8 @@
 #if OVERLAP_HAS_CUDA
 #include <nlohmann/json.hpp>
 
+#include "bench_report.hpp"
+#include "bench_terms.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/io/exporters.hpp"
 #include "workloads/driver.hpp"
@@ -60,6 +64,11 @@ Examples:
                                         machine-readable results, and the best
                                         transfer-bound Pipeline run as a Chrome
                                         trace (open in ui.perfetto.dev)
+  overlap bench --report bench.html     the same run as one HTML page: the
+                                        sweeps as charts (time against chunk
+                                        size, a line per stream count, the
+                                        floor), and the best transfer-bound run
+                                        measured beside its prediction
 
 The acceptance verdicts are reported as PASS/FAIL lines and do not change the
 exit code. Exit codes: 0 ok, 1 wrong output (the first bad index is named) or
@@ -71,17 +80,26 @@ struct BenchOptions {
   bool json = false;
   std::string output;
   std::string timeline;
+  std::string report;
 };
 
 #if OVERLAP_HAS_CUDA
 
 // Fail before a minute of measuring, not after, when a file cannot be written.
-void require_directory_of(const std::string& path, const char* flag) {
+void require_writable_path(const std::string& path, const char* flag) {
   if (path.empty() || path == "-") return;
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::filesystem::path target(path);
+  const std::filesystem::path parent = target.parent_path();
   if (!parent.empty() && !std::filesystem::is_directory(parent)) {
     throw invalid_input(fmt::format("{}: directory '{}' does not exist", flag, parent.string()));
   }
+  if (std::filesystem::is_directory(target))
+    throw invalid_input(fmt::format("{}: '{}' is a directory, not a file", flag, path));
+}
+
+// "2026-11-23 14:05 UTC": when the run was made, for the report's reader.
+std::string utc_now() {
+  return fmt::format("{:%Y-%m-%d %H:%M} UTC", fmt::gmtime(std::time(nullptr)));
 }
 
 using bench::variant_kind;
@@ -121,40 +139,6 @@ bench::bench_config make_config(const BenchOptions& o, bool reps_given) {
 }
 
 // --- judging -----------------------------------------------------------------
-
-/// The floor a workload's variants are compared with.
-const variant_result& floor_of(const workload_result& w) {
-  return w.floor(w.kind == workload_kind::transfer_bound ? variant_kind::floor_both_directions
-                                                         : variant_kind::floor_kernel);
-}
-
-const char* floor_words(const workload_result& w) {
-  return w.kind == workload_kind::transfer_bound ? "the both-directions floor" : "the kernel-alone floor";
-}
-
-const char* kernel_words(const workload_result& w) {
-  return w.kind == workload_kind::transfer_bound ? "y = 2x + 1" : "v = sinf(v) * cosf(v) + v, x100";
-}
-
-double ratio(double a, double b) {
-  return b > 0.0 ? a / b : 0.0;
-}
-
-const variant_result& sequential_of(const workload_result& w) {
-  const variant_result* v = w.find(variant_kind::sequential);
-  if (v == nullptr) throw error("bench: no sequential variant was measured");
-  return *v;
-}
-
-const variant_result& required(const workload_result& w, variant_kind kind) {
-  const variant_result* v = w.find(kind);
-  if (v == nullptr) throw error(fmt::format("bench: no {} variant was measured", bench::to_string(kind)));
-  return *v;
-}
-
-const variant_result& best_of(const workload_result& w) {
-  return w.variants.at(w.best_pipeline);
-}
 
 double host_cost_per_chunk_us(const variant_result& v) {
   return v.host_issue_per_chunk_us ? v.host_issue_per_chunk_us->median : 0.0;
@@ -212,6 +196,11 @@ std::vector<Verdict> judge(const bench::bench_result& r) {
 }
 
 // --- text ----------------------------------------------------------------------
+
+std::string verdict_line(const Verdict& v) {
+  return fmt::format("{}  {}: {:.3f}{}{}", v.pass ? "PASS" : "FAIL", v.text, v.value,
+                     v.unit == "x" ? "x" : " ", v.unit == "x" ? "" : v.unit);
+}
 
 std::string version_text(int version) {
   return fmt::format("{}.{}", version / 1000, version % 1000 / 10);
@@ -304,10 +293,7 @@ std::string text_report(const bench::bench_result& r, const std::vector<Verdict>
   for (const workload_result& w : r.workloads) text += workload_text(w);
   text += quick ? "\nverdicts (set for the full sizes; --quick's smaller data only hints at them):\n"
                 : "\nverdicts (reported; they do not change the exit code):\n";
-  for (const Verdict& v : verdicts) {
-    text += fmt::format("  {}  {}: {:.3f}{}{}\n", v.pass ? "PASS" : "FAIL", v.text, v.value,
-                        v.unit == "x" ? "x" : " ", v.unit == "x" ? "" : v.unit);
-  }
+  for (const Verdict& v : verdicts) text += "  " + verdict_line(v) + "\n";
   return text;
 }
 
@@ -434,8 +420,11 @@ const workload_result* timeline_workload(const bench::bench_result& r) {
 }
 
 int run_bench(const BenchOptions& o, bool reps_given, Streams io) {
-  require_directory_of(o.output, "--output");
-  require_directory_of(o.timeline, "--timeline");
+  require_writable_path(o.output, "--output");
+  require_writable_path(o.timeline, "--timeline");
+  require_writable_path(o.report, "--report");
+  if (o.report == "-")
+    throw invalid_input("--report: give a file name (the page is HTML, not for a terminal)");
   if (cuda::device_count() == 0) {
     io.err << "overlap bench: no CUDA device\n";
     return exit_bad_input;
@@ -464,6 +453,13 @@ int run_bench(const BenchOptions& o, bool reps_given, Streams io) {
     if (w == nullptr) throw error("bench: no recorded Pipeline run to write as a timeline");
     write_output(o.timeline, io::to_chrome_trace(*w->best_timeline), io);
   }
+  if (!o.report.empty()) {
+    std::vector<std::string> lines;
+    lines.reserve(verdicts.size());
+    for (const Verdict& v : verdicts) lines.push_back(verdict_line(v));
+    write_output(o.report, bench_report_html(result, lines, utc_now()), io);
+    io.err << "report: " << o.report << '\n';
+  }
   return exit_ok;
 }
 
@@ -482,6 +478,10 @@ Subcommand add_bench(CLI::App& parent, Streams io) {
   app->add_option("-o,--output", o->output, "Write the results to FILE instead of standard output");
   app->add_option("--timeline", o->timeline,
                   "Write the best transfer-bound Pipeline run, recorded, as Chrome trace JSON to FILE");
+  app->add_option(
+      "--report", o->report,
+      "Write an HTML page to FILE: each sweep as a chart, and the best transfer-bound run measured "
+      "beside the simulator's prediction of it (h100 model)");
   return {app, [o, app, io] {
 #if OVERLAP_HAS_CUDA
             return run_bench(*o, app->count("--reps") > 0, io);

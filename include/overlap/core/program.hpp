@@ -163,6 +163,10 @@ class Program {
   /// Mutable access to the op just appended, to set labels and accesses.
   Op& last();
 
+  /// The same streams, events, name and time unit with no ops: the start of
+  /// an edited copy, whose appended ops keep their stream and event ids.
+  [[nodiscard]] Program without_ops() const;
+
   [[nodiscard]] const std::vector<Stream>& streams() const noexcept { return streams_; }
   [[nodiscard]] const std::vector<std::string>& events() const noexcept { return events_; }
   [[nodiscard]] const std::vector<Op>& ops() const noexcept { return ops_; }

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "overlap/core/timeline.hpp"
@@ -53,6 +54,43 @@ struct HtmlFinding {
 [[nodiscard]] std::string to_html_comparison(const Timeline& reference, const Timeline& other,
                                              std::string_view reference_name = "measured",
                                              std::string_view other_name = "predicted");
+/// A line chart on a report page, drawn as static SVG (no script needed):
+/// e.g. a sweep's time against chunk size, one line per stream count, and
+/// the floor as a level across it.
+struct HtmlChart {
+  /// One line of points, joined in x order.
+  struct Series {
+    std::string name;
+    std::vector<std::pair<double, double>> points;  ///< (x, y), finite
+  };
+  /// A horizontal line across the chart: a floor, a baseline.
+  struct Level {
+    std::string name;
+    double y = 0.0;
+  };
+  std::string title;
+  std::string x_label;
+  std::string y_label;  ///< the y unit, e.g. "ms"
+  bool log_x = false;   ///< a log2 x axis (chunk sizes); every x must then be > 0
+  /// Labelled x ticks; empty: evenly spaced ticks labelled with format_number.
+  std::vector<std::pair<double, std::string>> x_ticks;
+  std::vector<Series> series;
+  std::vector<Level> levels;
+};
+/// What a comparison page shows besides its two runs.
+struct HtmlComparisonOptions {
+  std::string reference_name = "measured";
+  std::string other_name = "predicted";
+  std::string title;               ///< the heading; empty: the reference's program name
+  std::vector<std::string> notes;  ///< lines of plain text under the heading
+  std::vector<HtmlChart> charts;   ///< drawn between the notes and the comparison
+};
+/// The comparison page with a title, notes and charts of its own (`overlap
+/// bench --report`: the sweep above the best run measured and predicted).
+/// Throws overlap::invalid_input for a chart with no points, a non-finite
+/// value, or x <= 0 on a log axis.
+[[nodiscard]] std::string to_html_comparison(const Timeline& reference, const Timeline& other,
+                                             const HtmlComparisonOptions& options);
 /// Reads back what to_json wrote; throws overlap::invalid_input.
 [[nodiscard]] Timeline timeline_from_json(std::string_view text);
 
