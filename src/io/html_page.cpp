@@ -34,18 +34,19 @@ ul.why { margin: 0; padding-left: 20px; }
 .controls input { width: 4em; }
 .hint { color: #777; margin-left: 12px; }
 .legend span.sw { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; vertical-align: -1px; }
-svg#gantt { display: block; width: 100%; max-width: 1210px; user-select: none; }
+svg#gantt { display: block; width: 100%; max-width: 1210px; height: auto; user-select: none; }
 .lane { fill: #fafafa; } .lane.odd { fill: #f0f0f0; }
 .lane-label { font-size: 12px; text-anchor: end; fill: #333; }
 .tick { stroke: #ddd; } .tick-label { font-size: 11px; text-anchor: middle; fill: #555; }
 .unit { font-size: 11px; fill: #555; text-anchor: end; }
-.bar { stroke: #fff; stroke-width: 0.5; } .bar.merged { stroke: none; }
+.bar { stroke: #fff; stroke-width: 0.5; } .bar.merged, .bar.thin { stroke: none; }
 .bar.hl { stroke: #000; stroke-width: 2; } .bar.dim { opacity: 0.3; }
 ul.findings li { cursor: pointer; margin-bottom: 6px; } .level-error { color: #b00020; font-weight: bold; }
 .level-warning { color: #a15c00; font-weight: bold; } .level-info { color: #555; font-weight: bold; }
 .k-h2d { fill: #4e79a7; background: #4e79a7; } .k-d2h { fill: #f28e2b; background: #f28e2b; }
 .k-d2d { fill: #b07aa1; background: #b07aa1; } .k-kernel { fill: #59a14f; background: #59a14f; }
 .k-memset { fill: #9c755f; background: #9c755f; } .k-other { fill: #bab0ac; background: #bab0ac; }
+.k-mixed { fill: #6b6b6b; background: #6b6b6b; }
 .h-api_call { fill: #c9c9c9; background: #c9c9c9; } .h-blocked { fill: #e15759; background: #e15759; }
 .h-work { fill: #76b7b2; background: #76b7b2; }
 #tip { position: absolute; display: none; white-space: pre; background: #fff; border: 1px solid #999;
@@ -190,6 +191,9 @@ std::string legend(const std::vector<std::string>& kinds, const std::vector<std:
     html += fmt::format("<span class=\"sw k-{}\"></span>{}", k, escape(kind_name(k)));
   for (const std::string& a : activities)
     html += fmt::format("<span class=\"sw h-{}\"></span>{}", a, escape(activity_name(a)));
+  // Shown by the script only while a merged bar holds several kinds, none most of it.
+  html += R"(<span id="mixed-legend" style="display: none"><span class="sw k-mixed"></span>several kinds )"
+          R"((zoom in to tell them apart)</span>)";
   return html + "</div>\n";
 }
 

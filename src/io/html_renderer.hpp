@@ -63,7 +63,7 @@ inline constexpr std::string_view html_renderer = R"JS(
   var highlighted = groups.length ? setOf([].concat.apply([], groups)) : null;
 
   var view = [0, data.total > 0 ? data.total : 1];
-  var MERGE = 2, merged = [];
+  var MERGE = 2, DOMINANT = 0.6, merged = [], mixed = false;
   function draw() {
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     var v0 = view[0], v1 = view[1], scale = WIDTH / (v1 - v0);
@@ -101,24 +101,32 @@ inline constexpr std::string_view html_renderer = R"JS(
         bar(streamLane[r + ':' + o[5]], o[2], o[3], kind, hl, r, i, o[8]);
         if (o[6] >= 0) bar(engineLane[r + ':' + o[6]], o[2], o[3], kind, hl, r, i, o[8]);
       });
-      run.host.forEach(function (h, i) { bar(hostLane[r], h[1], h[2], 'h-' + data.activities[h[3]], '', r, -1 - i, -1); });
+      var hostHl = highlighted ? ' dim' : '';  // no finding names a host span
+      run.host.forEach(function (h, i) { bar(hostLane[r], h[1], h[2], 'h-' + data.activities[h[3]], hostHl, r, -1 - i, -1); });
     });
     merged = [];
+    mixed = false;
     laneBars.forEach(function (list, lane) {
       var y = AXIS + lane * LANE + (LANE - BAR) / 2, group = null;
       function single(b) {
-        el('rect', {x: b.x0, y: y, width: Math.max(b.x1 - b.x0, 1), height: BAR, class: 'bar ' + b.kind + b.hl,
+        // A bar under MERGE pixels has no outline: a white edge would wash out its colour.
+        var thin = b.x1 - b.x0 < MERGE ? ' thin' : '';
+        el('rect', {x: b.x0, y: y, width: Math.max(b.x1 - b.x0, 1), height: BAR, class: 'bar ' + b.kind + thin + b.hl,
                     'data-r': b.r, 'data-i': b.i, 'data-op': b.op}, bars);
       }
       function flush() {
         if (group === null) return;
         if (group.members.length === 1) { single(group.members[0]); group = null; return; }
-        var fill = {}, kind = '', hl = '';
+        var fill = {}, kind = '', hl = '', total = 0;
         group.members.forEach(function (b) {
           fill[b.kind] = (fill[b.kind] || 0) + (b.x1 - b.x0);
+          total += b.x1 - b.x0;
           if (b.hl === ' hl' || (b.hl === ' dim' && hl === '')) hl = b.hl;
         });
         Object.keys(fill).forEach(function (k) { if (kind === '' || fill[k] > fill[kind]) kind = k; });
+        // A kind that fills most of the bar gives it its colour; when none does (a stream
+        // lane's H2D, kernel and D2H in turn) the bar says so rather than pick one by rounding.
+        if (fill[kind] < DOMINANT * total) { kind = 'k-mixed'; mixed = true; }
         merged.push(group);
         el('rect', {x: group.x0, y: y, width: Math.max(group.x1 - group.x0, 1), height: BAR,
                     class: 'bar merged ' + kind + hl, 'data-r': group.members[0].r, 'data-m': merged.length - 1,
@@ -138,6 +146,8 @@ inline constexpr std::string_view html_renderer = R"JS(
       });
       flush();
     });
+    var swatch = document.getElementById('mixed-legend');
+    if (swatch) swatch.style.display = mixed ? '' : 'none';
   }
 
   function describeMerged(g) {

@@ -38,6 +38,7 @@ SKIP = 77
 LABEL, WIDTH, LANE, BAR, AXIS = 190, 1000, 22, 16, 28
 MERGE_PX = 2          # bars narrower than this that touch are drawn as one
 TOLERANCE_PX = 0.01  # drawn positions against the data's
+DOMINANT = 0.6       # a merged rect takes a kind's colour when that kind fills this much of it
 EPSILON_PX = 1e-9    # the merge test's comparisons, given to the page
 
 BIG_OPS = 100_000          # the large page: at least this many ops ...
@@ -223,7 +224,9 @@ def expected_layout(data, view=None):
             for lane in [stream_lane[r, o[5]]] + ([engine_lane[r, o[6]]] if o[6] >= 0 else []):
                 add(lane, start, end, kind, hl, r, i, o[8])
         for i, h in enumerate(run["host"]):
-            add(host_lane[r], float(h[1]), float(h[2]), "h-" + data["activities"][h[3]], "", r, -1 - i, -1)
+            # Under a finding's highlight every host span is dimmed: no finding names one.
+            add(host_lane[r], float(h[1]), float(h[2]), "h-" + data["activities"][h[3]],
+                "dim" if data["highlight"] else "", r, -1 - i, -1)
     for bars_of_lane in per_lane:
         bars_of_lane.sort(key=lambda b: b["x0"])  # stable, like the page's sort
     return lanes, per_lane
@@ -252,7 +255,7 @@ def check_layout(page, data, view=None):
     lanes, per_lane = expected_layout(data, view)
     expect(lane_labels(page.dom) == lanes, f"lane labels {lane_labels(page.dom)}, expected {lanes}")
     legend = re.findall(r'<span class="sw ([\w-]+)"></span>', page.dom)
-    present = ["k-" + k for k in data["kinds"]] + ["h-" + a for a in data["activities"]]
+    present = ["k-" + k for k in data["kinds"]] + ["h-" + a for a in data["activities"]] + ["k-mixed"]
     expect(legend == present, f"legend {legend}, expected the data's kinds and activities {present}")
     unit = f"time ({data['unit']})"
     expect(unit_label(page.dom) == unit, f"unit label {unit_label(page.dom)!r}, expected {unit!r}")
@@ -271,7 +274,7 @@ def check_layout(page, data, view=None):
     expect(merged_ids == [str(k) for k in range(len(merged_ids))],
            f"data-m of the merged rects, in order: {merged_ids[:10]}..., expected 0, 1, 2 ...")
 
-    total = rects_drawn = merged_rects = merged_bars = wide = clipped = 0
+    total = rects_drawn = merged_rects = mixed_rects = merged_bars = wide = clipped = 0
     for lane, expected in enumerate(per_lane):
         rects_here = sorted(drawn[lane], key=lambda b: float(b["x"]))  # stable: drawing order on ties
         total += len(expected)
@@ -296,7 +299,8 @@ def check_layout(page, data, view=None):
                 expect(abs(float(b["x"]) - e["x0"]) <= TOLERANCE_PX, f"{what}: x {b['x']}, expected {e['x0']:.4f}")
                 expect(abs(float(b["width"]) - width) <= TOLERANCE_PX,
                        f"{what}: width {b['width']}, expected {width:.4f}")
-                want = " ".join(["bar", e["kind"]] + ([e["hl"]] if e["hl"] else []))
+                # A lone bar under MERGE_PX is drawn without its white outline ("thin").
+                want = " ".join(["bar", e["kind"]] + (["thin"] if narrow(e) else []) + ([e["hl"]] if e["hl"] else []))
                 expect(b["class"] == want, f"{what}: class {b['class']!r}, expected {want!r}")
                 expect(int(b["data-op"]) == e["op"], f"{what}: data-op {b['data-op']}, expected {e['op']}")
                 group = [e]
@@ -326,16 +330,25 @@ def check_layout(page, data, view=None):
                         raise Failure(f"{what}: run {e['r']} data-i {e['i']} at x {e['x0']:.4f} does not touch "
                                       f"the bars before it (they end at {reach:.4f})")
                     reach = max(reach, e["x1"])
-                # The colour: the kind covering most of it; outlined if any of its ops is.
+                # The colour: the kind covering most of it when that is at least
+                # DOMINANT of its bars' width, else "k-mixed"; outlined if any of its ops is.
                 fill = {}
                 for e in group:
                     fill[e["kind"]] = fill.get(e["kind"], 0.0) + (e["x1"] - e["x0"])
                 kind = [c for c in cls if c[:2] in ("k-", "h-")]
-                expect(len(kind) == 1 and kind[0] in fill,
-                       f"{what}: class {b['class']!r}, its bars' kinds are {sorted(fill)}")
-                expect(fill[kind[0]] >= max(fill.values()) - EPSILON_PX,
-                       f"{what}: coloured {kind[0]} ({fill[kind[0]]:.3f} px of it), but "
-                       f"{max(fill, key=fill.get)} covers {max(fill.values()):.3f} px")
+                top = max(fill.values())
+                covered = sum(fill.values())
+                if kind == ["k-mixed"]:
+                    expect(top <= DOMINANT * covered + EPSILON_PX,
+                           f"{what}: drawn as mixed, but {max(fill, key=fill.get)} covers {top:.3f} of "
+                           f"{covered:.3f} px")
+                    mixed_rects += 1
+                else:
+                    expect(len(kind) == 1 and kind[0] in fill,
+                           f"{what}: class {b['class']!r}, its bars' kinds are {sorted(fill)}")
+                    expect(fill[kind[0]] >= top - EPSILON_PX and fill[kind[0]] >= DOMINANT * covered - EPSILON_PX,
+                           f"{what}: coloured {kind[0]} ({fill[kind[0]]:.3f} px of {covered:.3f}), but "
+                           f"{max(fill, key=fill.get)} covers {top:.3f} px")
                 hls = {e["hl"] for e in group}
                 hl = "hl" if "hl" in hls else "dim" if "dim" in hls else ""
                 want = ["bar", "merged", kind[0]] + ([hl] if hl else [])
@@ -353,12 +366,18 @@ def check_layout(page, data, view=None):
                 last = None
         expect(k == len(expected), f"lane {lanes[lane]!r}: {len(expected) - k} of {len(expected)} bars not drawn, "
                                    f"the first at x {expected[k]['x0'] if k < len(expected) else 0:.4f}")
+    # The legend's "several kinds" swatch is shown exactly while a mixed rect is drawn.
+    m = re.search(r'<span id="mixed-legend" style="([^"]*)"', page.dom)
+    expect(m is not None, "no mixed-kinds legend entry")
+    shown = "display: none" not in m.group(1)
+    expect(shown == (mixed_rects > 0), f"mixed-kinds legend {'shown' if shown else 'hidden'} with "
+                                        f"{mixed_rects} mixed rects")
     ops = sum(len(run["ops"]) for run in data["runs"])
     page.layout = {"bars": total, "wide": wide, "rects": rects_drawn, "merged": merged_rects,
-                   "merged_bars": merged_bars, "clipped": clipped}
+                   "merged_bars": merged_bars, "clipped": clipped, "mixed": mixed_rects}
     return (f"{total:,} bars ({wide:,} of them {MERGE_PX} px or wider) for {ops:,} ops on {len(lanes)} lanes "
-            f"drawn as {rects_drawn:,} rects, {merged_rects:,} merged ({merged_bars:,} bars); "
-            f"all within {TOLERANCE_PX} px")
+            f"drawn as {rects_drawn:,} rects, {merged_rects:,} merged ({merged_bars:,} bars, {mixed_rects:,} of "
+            f"mixed kinds); all within {TOLERANCE_PX} px")
 
 
 def labelled(label, check, *args):
