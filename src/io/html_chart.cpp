@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -46,7 +47,11 @@ void require_finite(const HtmlChart& chart, std::string_view what, double value)
 class Axes {
  public:
   explicit Axes(const HtmlChart& chart) : log_(chart.log_x) {
-    double x_lo = INFINITY, x_hi = -INFINITY, y_lo = INFINITY, y_hi = -INFINITY;
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    double x_lo = inf;
+    double x_hi = -inf;
+    double y_lo = inf;
+    double y_hi = -inf;
     const auto take_x = [&](double x, std::string_view what) {
       require_finite(chart, what, x);
       if (log_ && x <= 0.0)

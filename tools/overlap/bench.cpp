@@ -202,10 +202,6 @@ std::string verdict_line(const Verdict& v) {
                      v.unit == "x" ? "x" : " ", v.unit == "x" ? "" : v.unit);
 }
 
-std::string version_text(int version) {
-  return fmt::format("{}.{}", version / 1000, version % 1000 / 10);
-}
-
 std::string device_line(const bench::device_info& d) {
   return fmt::format(
       "device {}: {}, compute {}.{}, {} SMs, asyncEngineCount {}, {:.1f} GiB; driver {} (CUDA {}), "

@@ -46,10 +46,6 @@ io::HtmlChart sweep_chart(const workload_result& w) {
   return chart;
 }
 
-std::string version_text(int version) {
-  return fmt::format("{}.{}", version / 1000, version % 1000 / 10);
-}
-
 std::vector<std::string> notes(const bench::bench_result& r, const std::vector<std::string>& verdicts,
                                const std::string& when) {
   const bench::device_info& d = r.device;

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <string>
+
 #include "overlap/core/error.hpp"
 #include "workloads/driver.hpp"
 
@@ -45,6 +47,11 @@ inline const bench::variant_result& sequential_of(const bench::workload_result& 
 
 inline const bench::variant_result& best_of(const bench::workload_result& w) {
   return w.variants.at(w.best_pipeline);
+}
+
+/// A CUDA version number for people: 13000 -> "13.0".
+inline std::string version_text(int version) {
+  return fmt::format("{}.{}", version / 1000, version % 1000 / 10);
 }
 
 }  // namespace overlap::cli
