@@ -87,8 +87,9 @@ inline constexpr std::string_view html_renderer = R"JS(
     // Each lane's bars are laid out first and drawn after: bars narrower than MERGE pixels that
     // touch (less than a pixel apart) are drawn as one "merged" bar. 100,000 ops on a 1000-pixel
     // lane would otherwise be 100,000 rects, their white outlines hiding their colour, and the
-    // browser would take seconds to lay them out. A merged bar has the colour of the kind that
-    // fills most of it, its tooltip counts its ops, and zooming in shows them one by one.
+    // browser would take seconds to lay them out. A merged bar has the colour of a kind that
+    // fills DOMINANT of it (else grey, "several kinds"), its tooltip counts its ops, and zooming
+    // in shows them one by one.
     var laneBars = lanes.map(function () { return []; });
     function bar(lane, start, end, kind, hl, r, i, op) {
       if (end < v0 || start > v1 || (start === v1 && end > start)) return;  // outside the view
