@@ -102,7 +102,7 @@ std::string overlapped_header(const Timeline& timeline, const std::vector<const 
     used[span.stream] = true;
   }
   std::string header = fmt::format("=== Overlapped ({} stream{}, device {}", streams, streams == 1 ? "" : "s",
-                                   timeline.device.empty() ? "unknown" : timeline.device);
+                                   detail::device_name(timeline));
   if (!drawn.empty() && (plan.coarse || plan.size != 1.0)) {
     header += fmt::format("; each slot = {} {}", format_number(plan.size), timeline.time_unit);
     if (plan.coarse) header += ", spans shown in every slot they touch";

@@ -66,7 +66,7 @@ void add_thread(EventWriter& events, int pid, int tid, const std::string& name, 
 }
 
 void add_metadata(EventWriter& events, const Timeline& timeline) {
-  const std::string device = timeline.device.empty() ? "unknown" : timeline.device;
+  const std::string device = detail::device_name(timeline);
   events.add(metadata("process_name", host_pid, -1, {{"name", "Host"}}));
   events.add(
       metadata("process_name", stream_pid, -1, {{"name", fmt::format("Device: {} (streams)", device)}}));

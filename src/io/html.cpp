@@ -66,20 +66,16 @@ std::string findings_list(const std::vector<HtmlFinding>& findings) {
 }
 
 std::string header(const Timeline& timeline, const std::string& name) {
-  const std::string device = timeline.device.empty() ? "unknown" : timeline.device;
   return fmt::format("<h1>{}</h1>\n<p class=\"sub\">device {} · {} ops · times in {}</p>\n", escape(name),
-                     escape(device), timeline.spans.size(), escape(timeline.time_unit));
-}
-
-std::string name_of(const Timeline& timeline) {
-  return timeline.program_name.empty() ? "(unnamed)" : timeline.program_name;
+                     escape(detail::device_name(timeline)), timeline.spans.size(),
+                     escape(timeline.time_unit));
 }
 
 }  // namespace
 
 std::string to_html(const Timeline& timeline) {
   const Metrics metrics = compute_metrics(timeline);
-  const std::string name = name_of(timeline);
+  const std::string name = detail::program_name(timeline);
   std::string summary = header(timeline, name) + summary_table(timeline, metrics);
   summary += "<h2>Why not faster</h2>\n" + why_list(timeline, metrics);
   return detail::html_page(name, summary, {{&timeline, ""}});
@@ -87,7 +83,7 @@ std::string to_html(const Timeline& timeline) {
 
 std::string to_html(const Timeline& timeline, const std::vector<HtmlFinding>& findings) {
   const Metrics metrics = compute_metrics(timeline);
-  const std::string name = name_of(timeline);
+  const std::string name = detail::program_name(timeline);
   std::string summary = header(timeline, name) + findings_list(findings) + summary_table(timeline, metrics);
   std::vector<std::vector<op_id>> groups;
   groups.reserve(findings.size());

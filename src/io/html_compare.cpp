@@ -144,7 +144,7 @@ std::string to_html_comparison(const Timeline& reference, const Timeline& other,
   const std::string& b_name = options.other_name;
   const Metrics a = compute_metrics(reference);
   const Metrics b = compute_metrics(other);
-  const std::string program = reference.program_name.empty() ? "(unnamed)" : reference.program_name;
+  const std::string program = detail::program_name(reference);
   const std::string title = options.title.empty() ? program : options.title;
   std::string summary = fmt::format("<h1>{}</h1>\n", escape(title));
   if (!options.notes.empty()) {
@@ -155,9 +155,8 @@ std::string to_html_comparison(const Timeline& reference, const Timeline& other,
   for (const HtmlChart& chart : options.charts) summary += detail::svg_chart(chart);
   if (!options.title.empty()) summary += fmt::format("<h2>{}</h2>\n", escape(program));
   summary += fmt::format("<p class=\"sub\">{} ({}) against {} ({}) · times in {}</p>\n", escape(b_name),
-                         escape(other.device.empty() ? "unknown" : other.device), escape(a_name),
-                         escape(reference.device.empty() ? "unknown" : reference.device),
-                         escape(reference.time_unit));
+                         escape(detail::device_name(other)), escape(a_name),
+                         escape(detail::device_name(reference)), escape(reference.time_unit));
   summary += fmt::format("<p class=\"total-error\">Total error: <b>{}</b> ({} {} against {} {})</p>\n",
                          relative(a.total, b.total), escape(format_number(b.total)), escape(other.time_unit),
                          escape(format_number(a.total)), escape(reference.time_unit));

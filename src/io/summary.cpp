@@ -126,6 +126,14 @@ std::string percent(double fraction) {
   return fmt::format("{:.1f}%", fraction * 100.0);
 }
 
+std::string program_name(const Timeline& timeline) {
+  return timeline.program_name.empty() ? "(unnamed)" : timeline.program_name;
+}
+
+std::string device_name(const Timeline& timeline) {
+  return timeline.device.empty() ? "unknown" : timeline.device;
+}
+
 std::string stream_name(const Timeline& timeline, stream_id id) {
   return id < timeline.streams.size() ? timeline.streams[id].name : fmt::format("stream {}", id);
 }
@@ -156,9 +164,8 @@ std::vector<std::string> why_not_faster(const Timeline& timeline, const Metrics&
 
 std::string to_summary(const Timeline& timeline) {
   const Metrics metrics = compute_metrics(timeline);
-  const std::string name = timeline.program_name.empty() ? "(unnamed)" : timeline.program_name;
-  const std::string device = timeline.device.empty() ? "unknown" : timeline.device;
-  std::string text = fmt::format("Program: {} (device {})\n", name, device);
+  std::string text =
+      fmt::format("Program: {} (device {})\n", detail::program_name(timeline), detail::device_name(timeline));
   text += fmt::format("Total time:        {}\n", with_unit(timeline, metrics.total));
   text += fmt::format("Sequential time:   {}\n", with_unit(timeline, metrics.sequential));
   text += fmt::format("Speedup:           {:.2f}x\n", metrics.speedup);

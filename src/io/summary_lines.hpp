@@ -13,6 +13,11 @@ namespace overlap::io::detail {
 /// "12.5%".
 [[nodiscard]] std::string percent(double fraction);
 
+/// The Timeline's program name, or "(unnamed)".
+[[nodiscard]] std::string program_name(const Timeline& timeline);
+/// The Timeline's device, or "unknown".
+[[nodiscard]] std::string device_name(const Timeline& timeline);
+
 /// The stream's name, or "stream 3" for an id the Timeline does not list.
 [[nodiscard]] std::string stream_name(const Timeline& timeline, stream_id id);
 
