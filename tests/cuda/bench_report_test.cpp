@@ -49,6 +49,7 @@ bench::workload_result transfer_workload() {
       const double median_ms = streams == 2 ? (chunk == MiB ? 1.65 : 1.6) : (chunk == MiB ? 1.85 : 1.8);
       w.variants.push_back(row(variant_kind::pipeline, median_ms, chunk, streams));
       w.variants.back().name = "pipeline " + std::to_string(chunk) + " x " + std::to_string(streams);
+      w.variants.back().chunks = (w.bytes + chunk - 1) / chunk;
     }
   }
   w.best_pipeline = 4;  // 4 MiB x 2 streams: 1.6 ms
@@ -107,7 +108,8 @@ TEST(BenchReport, PageHasTheSweepChartAndBothRunsOfTheBestConfiguration) {
   EXPECT_NE(page.find("<h1>overlap bench on Test GPU</h1>"), std::string::npos);
   EXPECT_NE(page.find("2026-11-23 12:00 UTC"), std::string::npos);
   EXPECT_NE(page.find("<li>PASS  a verdict: 1.000x</li>"), std::string::npos);
-  EXPECT_NE(page.find("best Pipeline pipeline 4194304 x 2"), std::string::npos);
+  EXPECT_NE(page.find("transfer-bound: best Pipeline: pipeline 4194304 x 2 (4 chunks), 1.600 ms"),
+            std::string::npos);
   // The chart: the four swept configurations, a line per stream count, two levels.
   EXPECT_EQ(count(page, "<circle class=\"point\""), 4U);
   EXPECT_EQ(count(page, "<polyline class=\"series\""), 2U);

@@ -202,15 +202,6 @@ std::string verdict_line(const Verdict& v) {
                      v.unit == "x" ? "x" : " ", v.unit == "x" ? "" : v.unit);
 }
 
-std::string device_line(const bench::device_info& d) {
-  return fmt::format(
-      "device {}: {}, compute {}.{}, {} SMs, asyncEngineCount {}, {:.1f} GiB; driver {} (CUDA {}), "
-      "runtime {}\n",
-      d.ordinal, d.name, d.compute_major, d.compute_minor, d.sm_count, d.async_engine_count,
-      static_cast<double>(d.global_memory_bytes) / static_cast<double>(1024 * MiB), d.driver_version,
-      version_text(d.driver_version), version_text(d.runtime_version));
-}
-
 std::string row_text(const variant_result& v, double floor_ms, double sequential_ms) {
   return fmt::format("  {:<36} {:>8} {:>7} {:>7} {:>10.3f}  {:>7.3f}..{:<8.3f} {:>7.3f} {:>8.3f}\n", v.name,
                      bench::format_bytes(v.chunk_bytes), v.streams, v.chunks, v.device_ms.median,
@@ -257,11 +248,7 @@ std::string workload_text(const workload_result& w) {
   for (const variant_result& v : w.floors) text += row_text(v, floor_ms, sequential_ms);
   for (const variant_result& v : w.variants) text += row_text(v, floor_ms, sequential_ms);
 
-  const variant_result& best = best_of(w);
-  text +=
-      fmt::format("  best Pipeline: {} ({} chunks), {:.3f} ms = {:.3f}x {} ({:.3f} ms), {:.3f}x sequential\n",
-                  best.name, best.chunks, best.device_ms.median, ratio(best.device_ms.median, floor_ms),
-                  floor_words(w), floor_ms, ratio(best.device_ms.median, sequential_ms));
+  text += "  " + best_line(w) + "\n";
   const variant_result& default_pipeline = required(w, variant_kind::pipeline_default);
   const variant_result& two = required(w, variant_kind::two_stream);
   text += fmt::format(
@@ -281,7 +268,7 @@ std::string workload_text(const workload_result& w) {
 }
 
 std::string text_report(const bench::bench_result& r, const std::vector<Verdict>& verdicts, bool quick) {
-  std::string text = "overlap bench on " + device_line(r.device);
+  std::string text = "overlap bench on " + device_line(r.device) + "\n";
   text += fmt::format(
       "each row: {} warm-up runs, then the median and min..max of {} timed runs (CUDA events from before the "
       "host issues to after it sees completion); every output element of every run verified\n",
@@ -405,16 +392,6 @@ std::string json_report(const bench::bench_result& r, const std::vector<Verdict>
   return out.dump(2) + "\n";
 }
 
-const workload_result* timeline_workload(const bench::bench_result& r) {
-  for (const workload_result& w : r.workloads) {
-    if (w.kind == workload_kind::transfer_bound && w.best_timeline) return &w;
-  }
-  for (const workload_result& w : r.workloads) {
-    if (w.best_timeline) return &w;
-  }
-  return nullptr;
-}
-
 int run_bench(const BenchOptions& o, bool reps_given, Streams io) {
   require_writable_path(o.output, "--output");
   require_writable_path(o.timeline, "--timeline");
@@ -445,7 +422,7 @@ int run_bench(const BenchOptions& o, bool reps_given, Streams io) {
   write_output(o.output,
                o.json ? json_report(result, verdicts, o.quick) : text_report(result, verdicts, o.quick), io);
   if (!o.timeline.empty()) {
-    const workload_result* w = timeline_workload(result);
+    const workload_result* w = recorded_workload(result);
     if (w == nullptr) throw error("bench: no recorded Pipeline run to write as a timeline");
     write_output(o.timeline, io::to_chrome_trace(*w->best_timeline), io);
   }

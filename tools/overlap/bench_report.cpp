@@ -48,40 +48,17 @@ io::HtmlChart sweep_chart(const workload_result& w) {
 
 std::vector<std::string> notes(const bench::bench_result& r, const std::vector<std::string>& verdicts,
                                const std::string& when) {
-  const bench::device_info& d = r.device;
   std::vector<std::string> lines;
-  lines.push_back(
-      fmt::format("{}, compute {}.{}, {} SMs, {} copy engines; driver {} (CUDA {}), runtime {}; {}", d.name,
-                  d.compute_major, d.compute_minor, d.sm_count, d.async_engine_count, d.driver_version,
-                  version_text(d.driver_version), version_text(d.runtime_version), when));
+  lines.push_back(device_line(r.device) + "; " + when);
   lines.push_back(fmt::format(
       "Every point is the median of {} timed runs after {} warm-up runs, timed with CUDA events from before "
-      "the "
-      "host issues to after it has seen the run complete; every output element of every run was verified.",
+      "the host issues to after it has seen the run complete; every output element of every run was "
+      "verified.",
       r.reps, r.warmup));
-  for (const workload_result& w : r.workloads) {
-    const variant_result& best = best_of(w);
-    const double floor_ms = floor_of(w).device_ms.median;
-    const double sequential_ms = sequential_of(w).device_ms.median;
-    lines.push_back(
-        fmt::format("{}: best Pipeline {} ({} chunks), {:.3f} ms = {:.3f}x {} ({:.3f} ms), {:.3f}x "
-                    "sequential ({:.3f} ms)",
-                    bench::to_string(w.kind), best.name, best.chunks, best.device_ms.median,
-                    ratio(best.device_ms.median, floor_ms), floor_words(w), floor_ms,
-                    ratio(best.device_ms.median, sequential_ms), sequential_ms));
-  }
+  for (const workload_result& w : r.workloads)
+    lines.push_back(fmt::format("{}: {}", bench::to_string(w.kind), best_line(w)));
   for (const std::string& v : verdicts) lines.push_back(v);
   return lines;
-}
-
-const workload_result& recorded_workload(const bench::bench_result& r) {
-  for (const workload_result& w : r.workloads) {
-    if (w.kind == workload_kind::transfer_bound && w.best_timeline && w.best_program) return w;
-  }
-  for (const workload_result& w : r.workloads) {
-    if (w.best_timeline && w.best_program) return w;
-  }
-  throw error("bench --report: no recorded Pipeline run to show");
 }
 
 }  // namespace
@@ -114,7 +91,9 @@ Timeline predict_best_run(const workload_result& w, const DeviceModel& model) {
 
 std::string bench_report_html(const bench::bench_result& result, const std::vector<std::string>& verdicts,
                               const std::string& when) {
-  const workload_result& shown = recorded_workload(result);
+  const workload_result* recorded = recorded_workload(result);
+  if (recorded == nullptr) throw error("bench --report: no recorded Pipeline run to show");
+  const workload_result& shown = *recorded;
   const Timeline predicted = predict_best_run(shown, DeviceModel::preset("h100"));
   io::HtmlComparisonOptions options;
   options.title = "overlap bench on " + result.device.name;

@@ -54,6 +54,38 @@ inline std::string version_text(int version) {
   return fmt::format("{}.{}", version / 1000, version % 1000 / 10);
 }
 
+/// "device 0: NVIDIA H100 80GB HBM3, compute 9.0, 132 SMs, ...; driver 13000 (CUDA 13.0), runtime 13.0".
+inline std::string device_line(const bench::device_info& d) {
+  return fmt::format(
+      "device {}: {}, compute {}.{}, {} SMs, asyncEngineCount {}, {:.1f} GiB; driver {} (CUDA {}), runtime "
+      "{}",
+      d.ordinal, d.name, d.compute_major, d.compute_minor, d.sm_count, d.async_engine_count,
+      static_cast<double>(d.global_memory_bytes) / static_cast<double>(std::size_t{1} << 30),
+      d.driver_version, version_text(d.driver_version), version_text(d.runtime_version));
+}
+
+/// "best Pipeline: NAME (N chunks), T ms = Rx the ... floor (F ms), Sx sequential".
+inline std::string best_line(const bench::workload_result& w) {
+  const bench::variant_result& best = best_of(w);
+  const double floor_ms = floor_of(w).device_ms.median;
+  return fmt::format("best Pipeline: {} ({} chunks), {:.3f} ms = {:.3f}x {} ({:.3f} ms), {:.3f}x sequential",
+                     best.name, best.chunks, best.device_ms.median, ratio(best.device_ms.median, floor_ms),
+                     floor_words(w), floor_ms,
+                     ratio(best.device_ms.median, sequential_of(w).device_ms.median));
+}
+
+/// The workload whose best run was recorded: the transfer-bound one when it
+/// was, else any; nullptr when none was.
+inline const bench::workload_result* recorded_workload(const bench::bench_result& r) {
+  for (const bench::workload_result& w : r.workloads) {
+    if (w.kind == bench::workload_kind::transfer_bound && w.best_timeline) return &w;
+  }
+  for (const bench::workload_result& w : r.workloads) {
+    if (w.best_timeline) return &w;
+  }
+  return nullptr;
+}
+
 }  // namespace overlap::cli
 
 #endif  // OVERLAP_HAS_CUDA
