@@ -32,7 +32,9 @@ bench: build
 	build/$(PRESET)/bench/check_throughput --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 	@if nvidia-smi -L >/dev/null 2>&1 && [ -x build/$(PRESET)/bench/graph_launch_cost ]; then \
 	  build/$(PRESET)/bench/graph_launch_cost --benchmark_repetitions=5 --benchmark_report_aggregates_only=true; \
-	else echo "graph_launch_cost skipped: no CUDA device"; fi
+	  $(OVERLAP) probe -o build/model.json && \
+	  build/$(PRESET)/bench/validate --device build/model.json --json build/validate.json; \
+	else echo "graph_launch_cost and validate skipped: no CUDA device"; fi
 
 clean:
 	rm -rf build

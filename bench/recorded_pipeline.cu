@@ -20,10 +20,10 @@
 #include <string>
 #include <string_view>
 
+#include "overlap/bench/kernels.hpp"
 #include "overlap/cuda/memory.hpp"
 #include "overlap/cuda/pipeline.hpp"
 #include "overlap/io/exporters.hpp"
-#include "workloads/kernels.hpp"
 
 namespace {
 

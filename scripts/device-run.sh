@@ -6,9 +6,12 @@
 # libyaml-cpp.so.0.7, libbenchmark.so.1debian).
 #   here:   cmake --preset h100 && cmake --build --preset h100 && scripts/stage-device-build.sh
 #   device: scripts/device-run.sh [STEP...]   (results under $OUT)
-#   steps:  tests memcheck examples bench graph   (default: all)
+#   steps:  tests memcheck examples probe validate bench graph   (default: all)
 # `bench` writes bench.json, the best run's Chrome trace and the HTML report
-# (bench-report.html), then the text table.
+# (bench-report.html), then the text table. `probe` times `overlap probe
+# --quick` and writes the full probe's model (model.json); `validate` runs
+# the prediction grid of bench/validate on that model (probing first if no
+# model.json is there yet).
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -20,7 +23,7 @@ if [ -d .devbuild/h100 ] && [ ! -e build/h100/tools/overlap/overlap ]; then
 fi
 B=build/h100
 log="$OUT/device-run.log"
-steps=${*:-"tests memcheck examples bench graph"}
+steps=${*:-"tests memcheck examples probe validate bench graph"}
 status=0
 step() {  # step NAME COMMAND...: run, append to the log, remember failures
   local name=$1; shift
@@ -46,7 +49,14 @@ for s in $steps; do
       for ex in "$B"/examples/stream_overlap "$B"/examples/out_of_core; do
         [ -x "$ex" ] && step "$(basename "$ex")" "$ex"
       done ;;
+    probe)
+      step probe-quick "$B/tools/overlap/overlap" probe --quick -o "$OUT/model-quick.json"
+      step probe "$B/tools/overlap/overlap" probe -o "$OUT/model.json" ;;
+    validate)
+      [ -e "$OUT/model.json" ] || step probe "$B/tools/overlap/overlap" probe -o "$OUT/model.json"
+      step validate "$B/bench/validate" --device "$OUT/model.json" --json "$OUT/validate.json" ;;
     bench)
+      step bench-quick "$B/tools/overlap/overlap" bench --quick
       step bench "$B/tools/overlap/overlap" bench --json --output "$OUT/bench.json" \
         --timeline "$OUT/best-timeline.json" --report "$OUT/bench-report.html"
       step bench-table "$B/tools/overlap/overlap" bench --reps 10 ;;
@@ -54,7 +64,7 @@ for s in $steps; do
       [ -x "$B/bench/graph_launch_cost" ] &&
         step graph-launch-cost "$B/bench/graph_launch_cost" --benchmark_repetitions=5 \
           --benchmark_report_aggregates_only=true ;;
-    *) echo "unknown step '$s' (steps: tests memcheck examples bench graph)" >&2; status=2 ;;
+    *) echo "unknown step '$s' (steps: tests memcheck examples probe validate bench graph)" >&2; status=2 ;;
   esac
 done
 exit $status

@@ -146,7 +146,7 @@ TEST(Spec, EveryYamlBlockInTheFormatDocParses) {
     EXPECT_NO_THROW((void)parse_spec(doc.substr(start, end - start), "spec-format.md")) << "block " << blocks;
     ++blocks;
   }
-  EXPECT_EQ(blocks, 2);
+  EXPECT_EQ(blocks, 3);  // pipeline, chunk schedule, explicit
 }
 
 // ---- the explicit form ----

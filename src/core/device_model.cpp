@@ -31,6 +31,8 @@ DeviceModel h100() {
   m.mapping = queue_mapping::per_stream;
   m.hardware_queues = 8;
   m.copy_engine_per_direction = true;
+  // Copies queued on several streams run stream by stream (overlap probe, 2026-11-23).
+  m.arbitration = copy_arbitration::stream_round_robin;
   m.max_concurrent_kernels = 128;
   // 8-10 us per chunk of three calls in the one-stream sweep.
   m.api_call_cost = 0.003;
@@ -150,7 +152,7 @@ BandwidthCurve curve_from_json(const json& value, std::string_view field) {
   return curve;
 }
 
-const char* to_string(queue_mapping mapping) {
+const char* mapping_name(queue_mapping mapping) {
   return mapping == queue_mapping::per_stream ? "per_stream" : "per_engine";
 }
 
@@ -180,6 +182,146 @@ void require_non_negative(double value, std::string_view field) {
 void require_slowdown(double value, std::string_view field) {
   if (!(value >= 1.0) || !std::isfinite(value)) {
     throw invalid_input(fmt::format("{}: {} is out of range (expected >= 1)", field, value));
+  }
+}
+
+json probe_to_json(const ProbeRecord& p) {
+  json j = {{"device", p.device}, {"driver", p.driver},   {"runtime", p.runtime}, {"date", p.date},
+            {"quick", p.quick},   {"seconds", p.seconds}, {"spread", p.spread}};
+  if (!p.raw.empty()) j["raw"] = json::parse(p.raw);
+  return j;
+}
+
+ProbeRecord probe_from_json(const json& j) {
+  if (!j.is_object()) throw invalid_input("device model: probe: expected an object");
+  ProbeRecord p;
+  for (const auto& [key, value] : j.items()) {
+    const auto where = fmt::format("device model: probe.{}", key);
+    try {
+      if (key == "device")
+        p.device = value.get<std::string>();
+      else if (key == "driver")
+        p.driver = value.get<std::string>();
+      else if (key == "runtime")
+        p.runtime = value.get<std::string>();
+      else if (key == "date")
+        p.date = value.get<std::string>();
+      else if (key == "quick")
+        p.quick = value.get<bool>();
+      else if (key == "seconds")
+        p.seconds = value.get<double>();
+      else if (key == "spread")
+        p.spread = value.get<std::map<std::string, double>>();
+      else if (key == "raw")
+        p.raw = value.dump();
+      else
+        throw invalid_input(fmt::format("device model: probe: unknown field '{}'", key));
+    } catch (const json::exception&) {
+      throw invalid_input(fmt::format("{}: wrong type", where));
+    }
+  }
+  if (p.device.empty())
+    throw invalid_input("device model: probe.device: missing (the GPU the model was measured on)");
+  return p;
+}
+
+HostCallCosts host_calls_from_json(const json& j) {
+  if (!j.is_object())
+    throw invalid_input("device model: host_call_ms: expected an object of milliseconds per call");
+  HostCallCosts c;
+  for (const auto& [key, value] : j.items()) {
+    const auto where = fmt::format("device model: host_call_ms.{}", key);
+    if (!value.is_number()) throw invalid_input(fmt::format("{}: expected a number", where));
+    const double ms = value.get<double>();
+    if (key == "copy")
+      c.copy = ms;
+    else if (key == "launch")
+      c.launch = ms;
+    else if (key == "record")
+      c.record = ms;
+    else if (key == "wait")
+      c.wait = ms;
+    else if (key == "graph_launch")
+      c.graph_launch = ms;
+    else
+      throw invalid_input(fmt::format(
+          "device model: host_call_ms: unknown call '{}' (expected copy, launch, record, wait, graph_launch)",
+          key));
+  }
+  return c;
+}
+
+std::vector<BidirectionalPoint> bidirectional_from_json(const json& j) {
+  if (!j.is_array())
+    throw invalid_input(
+        R"(device model: bidirectional: expected an array of {"bytes", "h2d_slowdown", "d2h_slowdown"})");
+  std::vector<BidirectionalPoint> points;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const json& p = j[i];
+    if (!p.is_object() || !p.contains("bytes") || !p.contains("h2d_slowdown") ||
+        !p.contains("d2h_slowdown") || !p["bytes"].is_number_unsigned() || !p["h2d_slowdown"].is_number() ||
+        !p["d2h_slowdown"].is_number()) {
+      throw invalid_input(fmt::format(
+          R"(device model: bidirectional[{}]: expected {{"bytes": N, "h2d_slowdown": X, "d2h_slowdown": Y}})",
+          i));
+    }
+    points.push_back(
+        {p["bytes"].get<std::uint64_t>(), p["h2d_slowdown"].get<double>(), p["d2h_slowdown"].get<double>()});
+  }
+  return points;
+}
+
+std::vector<StagingPoint> staging_from_json(const json& j) {
+  if (!j.is_array())
+    throw invalid_input(R"(device model: host_staging: expected an array of {"threads", "gbps"})");
+  std::vector<StagingPoint> points;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const json& p = j[i];
+    if (!p.is_object() || !p.contains("threads") || !p.contains("gbps") ||
+        !p["threads"].is_number_unsigned() || !p["gbps"].is_number()) {
+      throw invalid_input(
+          fmt::format(R"(device model: host_staging[{}]: expected {{"threads": N, "gbps": X}})", i));
+    }
+    points.push_back({p["threads"].get<std::uint32_t>(), p["gbps"].get<double>()});
+  }
+  return points;
+}
+
+void require_positive(double value, std::string_view field) {
+  if (!(value > 0.0) || !std::isfinite(value)) {
+    throw invalid_input(fmt::format("{}: {} is out of range (expected a finite number > 0)", field, value));
+  }
+}
+
+// A probed model carries every figure the probe measures: a hand edit that
+// drops one must not fall back to a default silently.
+void require_probed_fields(const json& j) {
+  static const char* const required[] = {"name",
+                                         "api_call_cost_ms",
+                                         "kernel_launch_latency_ms",
+                                         "copy_start_latency_ms",
+                                         "h2d_pinned",
+                                         "d2h_pinned",
+                                         "h2d_pageable",
+                                         "d2h_pageable",
+                                         "h2d_slowdown_when_bidirectional",
+                                         "d2h_slowdown_when_bidirectional",
+                                         "bidirectional",
+                                         "hardware_queues",
+                                         "copy_arbitration",
+                                         "host_call_ms",
+                                         "host_staging",
+                                         "host_register_ms_per_gib",
+                                         "host_unregister_ms_per_gib"};
+  for (const char* key : required) {
+    if (!j.contains(key)) {
+      throw invalid_input(fmt::format(
+          "device model: {}: missing (a model measured by overlap probe gives every figure)", key));
+    }
+  }
+  for (const char* call : {"copy", "launch", "record", "wait", "graph_launch"}) {
+    if (!j["host_call_ms"].is_object() || !j["host_call_ms"].contains(call))
+      throw invalid_input(fmt::format("device model: host_call_ms.{}: missing", call));
   }
 }
 
@@ -216,9 +358,11 @@ DeviceModel DeviceModel::preset(std::string_view name) {
 std::string DeviceModel::to_json() const {
   json j = {
       {"name", name},
-      {"queue_mapping", overlap::to_string(mapping)},
+      {"queue_mapping", mapping_name(mapping)},
       {"hardware_queues", hardware_queues},
       {"copy_engine_per_direction", copy_engine_per_direction},
+      {"copy_arbitration",
+       arbitration == copy_arbitration::earliest_ready ? "earliest_ready" : "stream_round_robin"},
       {"max_concurrent_kernels", max_concurrent_kernels},
       {"kernel_signal_waits_for_batch", kernel_signal_waits_for_batch},
       {"api_call_cost_ms", api_call_cost},
@@ -235,6 +379,34 @@ std::string DeviceModel::to_json() const {
       {"h2d_slowdown_when_bidirectional", h2d_slowdown_when_bidirectional},
       {"d2h_slowdown_when_bidirectional", d2h_slowdown_when_bidirectional},
   };
+  if (start_latency_hidden_when_queued) j["start_latency_hidden_when_queued"] = true;
+  if (kernels_share_sms) j["kernels_share_sms"] = true;
+  json calls = json::object();
+  const auto put = [&](const char* key, const std::optional<double>& value) {
+    if (value) calls[key] = *value;
+  };
+  put("copy", host_calls.copy);
+  put("launch", host_calls.launch);
+  put("record", host_calls.record);
+  put("wait", host_calls.wait);
+  put("graph_launch", host_calls.graph_launch);
+  if (!calls.empty()) j["host_call_ms"] = calls;
+  if (!host_staging.empty()) {
+    json points = json::array();
+    for (const auto& p : host_staging)
+      points.push_back({{"threads", p.threads}, {"gbps", p.gigabytes_per_second}});
+    j["host_staging"] = points;
+  }
+  if (!bidirectional.empty()) {
+    json points = json::array();
+    for (const auto& p : bidirectional)
+      points.push_back(
+          {{"bytes", p.bytes}, {"h2d_slowdown", p.h2d_slowdown}, {"d2h_slowdown", p.d2h_slowdown}});
+    j["bidirectional"] = points;
+  }
+  if (host_register_ms_per_gib) j["host_register_ms_per_gib"] = *host_register_ms_per_gib;
+  if (host_unregister_ms_per_gib) j["host_unregister_ms_per_gib"] = *host_unregister_ms_per_gib;
+  if (probe) j["probe"] = probe_to_json(*probe);
   return j.dump(2) + "\n";
 }
 
@@ -260,6 +432,7 @@ DeviceModel DeviceModel::from_json(std::string_view text) {
   }
   if (!j.is_object()) throw invalid_input("device model: expected a JSON object");
   // A model may start from a preset ("base": "h100") and override fields.
+  if (j.contains("probe") && !j.contains("base")) require_probed_fields(j);
   DeviceModel m = j.contains("base") ? preset(get_field<std::string>(j, "base")) : DeviceModel{};
   for (const auto& [key, value] : j.items()) {
     if (key == "base") continue;
@@ -278,7 +451,17 @@ DeviceModel DeviceModel::from_json(std::string_view text) {
       m.hardware_queues = get_field<std::uint32_t>(j, "hardware_queues");
     else if (key == "copy_engine_per_direction")
       m.copy_engine_per_direction = get_field<bool>(j, "copy_engine_per_direction");
-    else if (key == "max_concurrent_kernels")
+    else if (key == "copy_arbitration") {
+      const auto text_value = get_field<std::string>(j, "copy_arbitration");
+      if (text_value == "earliest_ready")
+        m.arbitration = copy_arbitration::earliest_ready;
+      else if (text_value == "stream_round_robin")
+        m.arbitration = copy_arbitration::stream_round_robin;
+      else
+        throw invalid_input(fmt::format(
+            "device model: copy_arbitration: '{}' (expected earliest_ready or stream_round_robin)",
+            text_value));
+    } else if (key == "max_concurrent_kernels")
       m.max_concurrent_kernels = get_field<std::uint32_t>(j, "max_concurrent_kernels");
     else if (key == "kernel_signal_waits_for_batch")
       m.kernel_signal_waits_for_batch = get_field<bool>(j, "kernel_signal_waits_for_batch");
@@ -308,6 +491,22 @@ DeviceModel DeviceModel::from_json(std::string_view text) {
       m.h2d_slowdown_when_bidirectional = get_field<double>(j, "h2d_slowdown_when_bidirectional");
     else if (key == "d2h_slowdown_when_bidirectional")
       m.d2h_slowdown_when_bidirectional = get_field<double>(j, "d2h_slowdown_when_bidirectional");
+    else if (key == "kernels_share_sms")
+      m.kernels_share_sms = get_field<bool>(j, "kernels_share_sms");
+    else if (key == "start_latency_hidden_when_queued")
+      m.start_latency_hidden_when_queued = get_field<bool>(j, "start_latency_hidden_when_queued");
+    else if (key == "host_call_ms")
+      m.host_calls = host_calls_from_json(value);
+    else if (key == "host_staging")
+      m.host_staging = staging_from_json(value);
+    else if (key == "bidirectional")
+      m.bidirectional = bidirectional_from_json(value);
+    else if (key == "host_register_ms_per_gib")
+      m.host_register_ms_per_gib = get_field<double>(j, "host_register_ms_per_gib");
+    else if (key == "host_unregister_ms_per_gib")
+      m.host_unregister_ms_per_gib = get_field<double>(j, "host_unregister_ms_per_gib");
+    else if (key == "probe")
+      m.probe = probe_from_json(value);
     else
       throw invalid_input(fmt::format("device model: unknown field '{}'", key));
   }
@@ -351,6 +550,68 @@ void DeviceModel::validate() const {
   validate_curve(memset, "device model: memset");
   require_slowdown(h2d_slowdown_when_bidirectional, "device model: h2d_slowdown_when_bidirectional");
   require_slowdown(d2h_slowdown_when_bidirectional, "device model: d2h_slowdown_when_bidirectional");
+  const std::pair<const std::optional<double>*, const char*> calls[] = {
+      {&host_calls.copy, "copy"},
+      {&host_calls.launch, "launch"},
+      {&host_calls.record, "record"},
+      {&host_calls.wait, "wait"},
+      {&host_calls.graph_launch, "graph_launch"}};
+  for (const auto& [value, field] : calls) {
+    if (*value) {
+      require_positive(**value, fmt::format("device model: host_call_ms.{}", field));
+    } else if (probe) {
+      throw invalid_input(fmt::format("device model: host_call_ms.{}: missing", field));
+    }
+  }
+  for (std::size_t i = 0; i < bidirectional.size(); ++i) {
+    const auto& p = bidirectional[i];
+    if (i > 0 && p.bytes <= bidirectional[i - 1].bytes)
+      throw invalid_input(
+          fmt::format("device model: bidirectional[{}].bytes: must be larger than the point before", i));
+    require_slowdown(p.h2d_slowdown, fmt::format("device model: bidirectional[{}].h2d_slowdown", i));
+    require_slowdown(p.d2h_slowdown, fmt::format("device model: bidirectional[{}].d2h_slowdown", i));
+  }
+  for (std::size_t i = 0; i < host_staging.size(); ++i) {
+    if (host_staging[i].threads < 1)
+      throw invalid_input(
+          fmt::format("device model: host_staging[{}].threads: 0 is out of range (expected >= 1)", i));
+    require_positive(host_staging[i].gigabytes_per_second,
+                     fmt::format("device model: host_staging[{}].gbps", i));
+  }
+  if (host_register_ms_per_gib)
+    require_positive(*host_register_ms_per_gib, "device model: host_register_ms_per_gib");
+  if (host_unregister_ms_per_gib)
+    require_positive(*host_unregister_ms_per_gib, "device model: host_unregister_ms_per_gib");
+  if (probe) {
+    // What the probe measured must be a real figure: a zero here is a hand
+    // edit or a failed measurement, not a free operation.
+    require_positive(api_call_cost, "device model: api_call_cost_ms");
+    require_positive(kernel_launch_latency, "device model: kernel_launch_latency_ms");
+    require_positive(copy_start_latency, "device model: copy_start_latency_ms");
+  }
+}
+
+double DeviceModel::bidirectional_slowdown(copy_direction direction, std::uint64_t bytes) const {
+  const bool h2d = direction == copy_direction::h2d;
+  if (bidirectional.empty()) return h2d ? h2d_slowdown_when_bidirectional : d2h_slowdown_when_bidirectional;
+  // The same interpolation as a bandwidth curve, on the slowdown of one direction.
+  BandwidthCurve curve;
+  curve.points.reserve(bidirectional.size());
+  for (const auto& p : bidirectional)
+    curve.points.push_back({p.bytes, h2d ? p.h2d_slowdown : p.d2h_slowdown});
+  return curve.at(bytes);
+}
+
+double DeviceModel::call_cost(op_kind kind) const noexcept {
+  const auto or_default = [&](const std::optional<double>& value) { return value.value_or(api_call_cost); };
+  switch (kind) {
+    case op_kind::copy:
+    case op_kind::memset: return or_default(host_calls.copy);
+    case op_kind::kernel: return or_default(host_calls.launch);
+    case op_kind::event_record: return or_default(host_calls.record);
+    case op_kind::stream_wait_event: return or_default(host_calls.wait);
+    default: return api_call_cost;
+  }
 }
 
 }  // namespace overlap

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
+#include <utility>
 
 #include "overlap/core/error.hpp"
 
@@ -54,6 +56,63 @@ void require_fixed_split(std::uint64_t total, std::uint64_t fixed, std::uint32_t
   }
 }
 
+// Overflow-safe sum of a schedule: stops counting once past `limit`.
+std::uint64_t saturating_sum(const std::vector<std::uint64_t>& sizes) {
+  std::uint64_t sum = 0;
+  for (const std::uint64_t size : sizes) {
+    sum = size > std::numeric_limits<std::uint64_t>::max() - sum ? std::numeric_limits<std::uint64_t>::max()
+                                                                 : sum + size;
+  }
+  return sum;
+}
+
+// Checked on the shape as given, before its chunk count is taken from the schedule.
+void validate_schedule(const PipelineShape& shape) {
+  const std::vector<std::uint64_t>& schedule = shape.chunk_schedule;
+  if (schedule.empty()) return;
+  for (const auto& [field, bytes] : {std::pair{"h2d_chunk_bytes", shape.h2d_chunk_bytes},
+                                     std::pair{"d2h_chunk_bytes", shape.d2h_chunk_bytes}}) {
+    if (bytes != 0) {
+      throw invalid_input(fmt::format(
+          "chunk_schedule: given with {} = {} (expected one way to size the chunks)", field, bytes));
+    }
+  }
+  if (schedule.size() > std::numeric_limits<std::uint32_t>::max()) {
+    throw invalid_input(fmt::format("chunk_schedule: {} chunks is out of range (expected at most {})",
+                                    schedule.size(), std::numeric_limits<std::uint32_t>::max()));
+  }
+  if (shape.chunks != 1 && shape.chunks != schedule.size()) {
+    throw invalid_input(
+        fmt::format("chunks: {} does not match the {} entries of chunk_schedule (expected {}, "
+                    "or chunks left at 1)",
+                    shape.chunks, schedule.size(), schedule.size()));
+  }
+  for (std::size_t i = 0; i < schedule.size(); ++i) {
+    if (schedule[i] == 0) {
+      throw invalid_input(fmt::format("chunk_schedule[{}]: 0 is out of range (expected > 0 bytes)", i));
+    }
+  }
+  const std::uint64_t sum = saturating_sum(schedule);
+  if (sum != shape.h2d_bytes) {
+    throw invalid_input(
+        fmt::format("chunk_schedule: adds up to {} bytes (expected h2d_bytes = {})",
+                    sum == std::numeric_limits<std::uint64_t>::max() ? "more than 2^64" : std::to_string(sum),
+                    shape.h2d_bytes));
+  }
+}
+
+void validate_kernel_cost(const PipelineShape& shape) {
+  if (!shape.kernel_cost) return;
+  if (shape.kernel_time) {
+    throw invalid_input("kernel_cost: given with kernel_time (expected one of them)");
+  }
+  if (shape.h2d_bytes == 0) {
+    throw invalid_input(
+        "kernel_cost: h2d_bytes is 0 (expected input bytes: the curve prices each chunk by its input)");
+  }
+  shape.kernel_cost->validate("kernel_cost");
+}
+
 void validate(const PipelineShape& shape) {
   require_at_least_one(shape.chunks, "chunks");
   require_at_least_one(shape.streams, "streams");
@@ -66,6 +125,14 @@ void validate(const PipelineShape& shape) {
   require_total_time(shape.h2d_time, "h2d_time");
   require_total_time(shape.kernel_time, "kernel_time");
   require_total_time(shape.d2h_time, "d2h_time");
+  validate_kernel_cost(shape);
+  if (shape.order == issue_order::stage_first && shape.ring_depth != 0 &&
+      shape.ring_depth < effective_chunks(shape)) {
+    throw invalid_input(fmt::format(
+        "ring_depth: {} is out of range for stage-first issue (expected 0 or >= chunks = {}: every chunk "
+        "holds its slot until its D2H, which comes after every kernel)",
+        shape.ring_depth, effective_chunks(shape)));
+  }
   if (shape.ring_depth != 0 && shape.ring_depth < shape.streams) {
     throw invalid_input(fmt::format("ring_depth: {} is out of range (expected 0 or >= streams = {})",
                                     shape.ring_depth, shape.streams));
@@ -82,14 +149,17 @@ void validate(const PipelineShape& shape) {
 std::vector<stage> present_stages(const PipelineShape& shape) {
   std::vector<stage> stages;
   if (shape.h2d_time || shape.h2d_bytes > 0) stages.push_back(stage::h2d);
-  if (shape.kernel_time) stages.push_back(stage::kernel);
+  if (shape.kernel_time || shape.kernel_cost) stages.push_back(stage::kernel);
   if (shape.d2h_time || shape.d2h_bytes > 0) stages.push_back(stage::d2h);
   return stages;
 }
 
-std::optional<double> chunk_time(const std::optional<double>& total, std::uint32_t chunks) {
-  if (!total) return std::nullopt;
-  return *total / static_cast<double>(chunks);
+// Output offsets follow the input's: the output before a chunk is the same
+// share of d2h_bytes as the input before it is of h2d_bytes, rounded down,
+// so every chunk gets its share and the chunks add up to the total exactly.
+std::uint64_t proportional_offset(std::uint64_t in_offset, std::uint64_t in_total, std::uint64_t out_total) {
+  __extension__ using wide = unsigned __int128;  // in_offset x out_total needs up to 128 bits
+  return static_cast<std::uint64_t>(wide{in_offset} * out_total / in_total);
 }
 
 std::string item_name(const PipelineShape& shape, std::uint32_t chunk) {
@@ -98,7 +168,8 @@ std::string item_name(const PipelineShape& shape, std::uint32_t chunk) {
 
 /// Streams, slot events and the ring layout shared by every op of a build.
 struct Layout {
-  const PipelineShape& shape;
+  const PipelineShape& shape;  // with chunks settled (the schedule's size when it has one)
+  std::vector<ChunkBytes> extents;
   std::vector<stream_id> streams;
   std::vector<event_id> slot_free;  // one per slot when slots pass between streams
   std::uint32_t depth = 1;
@@ -106,11 +177,20 @@ struct Layout {
   [[nodiscard]] std::uint32_t slot(std::uint32_t chunk) const { return chunk % depth; }
   [[nodiscard]] stream_id stream_of(std::uint32_t chunk) const { return streams[chunk % streams.size()]; }
   [[nodiscard]] bool slots_change_stream() const { return depth % streams.size() != 0; }
-  [[nodiscard]] ChunkExtent in(std::uint32_t chunk) const {
-    return chunk_extent(shape.h2d_bytes, shape.chunks, shape.h2d_chunk_bytes, chunk);
+  [[nodiscard]] ChunkExtent in(std::uint32_t chunk) const { return extents[chunk].in; }
+  [[nodiscard]] ChunkExtent out(std::uint32_t chunk) const { return extents[chunk].out; }
+
+  /// A stage's share of its total time: even, or by input bytes under a schedule.
+  [[nodiscard]] std::optional<double> chunk_time(const std::optional<double>& total,
+                                                 std::uint32_t chunk) const {
+    if (!total) return std::nullopt;
+    if (shape.chunk_schedule.empty()) return *total / static_cast<double>(shape.chunks);
+    return *total * (static_cast<double>(in(chunk).bytes) / static_cast<double>(shape.h2d_bytes));
   }
-  [[nodiscard]] ChunkExtent out(std::uint32_t chunk) const {
-    return chunk_extent(shape.d2h_bytes, shape.chunks, shape.d2h_chunk_bytes, chunk);
+
+  [[nodiscard]] double kernel_time(std::uint32_t chunk) const {
+    if (shape.kernel_cost) return shape.kernel_cost->time(in(chunk).bytes);
+    return *chunk_time(shape.kernel_time, chunk);
   }
 };
 
@@ -128,6 +208,8 @@ ChunkExtent host_extent(ChunkExtent extent, std::uint32_t chunk) {
 }
 
 void declare_accesses(Op& op, const Layout& layout, stage which, std::uint32_t chunk) {
+  // Chunk c's bytes sit at the start of its slot's buffers; under a varying
+  // schedule every slot is sized for the largest chunk (see ring_bytes).
   const std::uint32_t slot = layout.slot(chunk);
   const ChunkExtent in = layout.in(chunk);
   const ChunkExtent out = layout.out(chunk);
@@ -151,20 +233,34 @@ void declare_accesses(Op& op, const Layout& layout, stage which, std::uint32_t c
   }
 }
 
+// The fraction of the SMs a chunk's kernel keeps busy. With a cost curve it
+// is the curve's per-byte work over the launch's whole time: the fixed part
+// and a partial last wave leave SMs idle for other streams' kernels
+// (DeviceModel::kernels_share_sms); otherwise the shape's kernel_gpu_share.
+double kernel_share(const PipelineShape& shape, const Layout& layout, std::uint32_t chunk) {
+  if (!shape.kernel_cost) return shape.kernel_gpu_share;
+  const std::uint64_t bytes = layout.in(chunk).bytes;
+  const double total = shape.kernel_cost->time(bytes);
+  if (!(total > 0.0)) return shape.kernel_gpu_share;
+  const double work =
+      shape.kernel_cost->ms_per_mib * static_cast<double>(bytes) / static_cast<double>(1 << 20);
+  return std::clamp(work / total, 0.01, 1.0) * shape.kernel_gpu_share;
+}
+
 void issue_stage(Program& program, const Layout& layout, stage which, std::uint32_t chunk) {
   const PipelineShape& shape = layout.shape;
   const stream_id stream = layout.stream_of(chunk);
   switch (which) {
     case stage::h2d:
       program.copy(stream, copy_direction::h2d, layout.in(chunk).bytes, shape.memory,
-                   chunk_time(shape.h2d_time, shape.chunks));
+                   layout.chunk_time(shape.h2d_time, chunk));
       break;
     case stage::kernel:
-      program.kernel(stream, *chunk_time(shape.kernel_time, shape.chunks), shape.kernel_gpu_share);
+      program.kernel(stream, layout.kernel_time(chunk), kernel_share(shape, layout, chunk));
       break;
     case stage::d2h:
       program.copy(stream, copy_direction::d2h, layout.out(chunk).bytes, shape.memory,
-                   chunk_time(shape.d2h_time, shape.chunks));
+                   layout.chunk_time(shape.d2h_time, chunk));
       break;
   }
   Op& op = program.last();
@@ -191,16 +287,96 @@ issue_order parse_issue_order(std::string_view text) {
   if (text == "depth" || text == "depth-first" || text == "depth_first") return issue_order::depth_first;
   if (text == "breadth" || text == "breadth-first" || text == "breadth_first")
     return issue_order::breadth_first;
-  throw invalid_input(
-      fmt::format("issue: '{}' is not an issue order (expected depth-first or breadth-first)", text));
+  if (text == "stage" || text == "stage-first" || text == "stage_first") return issue_order::stage_first;
+  throw invalid_input(fmt::format(
+      "issue: '{}' is not an issue order (expected depth-first, breadth-first or stage-first)", text));
 }
 
 std::string_view to_string(issue_order order) noexcept {
-  return order == issue_order::depth_first ? "depth_first" : "breadth_first";
+  switch (order) {
+    case issue_order::depth_first: return "depth_first";
+    case issue_order::breadth_first: return "breadth_first";
+    case issue_order::stage_first: return "stage_first";
+  }
+  return "depth_first";
 }
 
 std::uint32_t effective_ring_depth(const PipelineShape& shape) noexcept {
-  return shape.ring_depth == 0 ? shape.streams : shape.ring_depth;
+  if (shape.ring_depth != 0) return shape.ring_depth;
+  return shape.order == issue_order::stage_first ? std::max(effective_chunks(shape), shape.streams)
+                                                 : shape.streams;
+}
+
+std::uint32_t effective_chunks(const PipelineShape& shape) noexcept {
+  return shape.chunk_schedule.empty() ? shape.chunks
+                                      : static_cast<std::uint32_t>(shape.chunk_schedule.size());
+}
+
+std::vector<ChunkBytes> chunk_bytes(const PipelineShape& shape) {
+  const std::uint32_t chunks = effective_chunks(shape);
+  std::vector<ChunkBytes> extents;
+  extents.reserve(chunks);
+  if (shape.chunk_schedule.empty()) {
+    for (std::uint32_t c = 0; c < chunks; ++c) {
+      extents.push_back({chunk_extent(shape.h2d_bytes, chunks, shape.h2d_chunk_bytes, c),
+                         chunk_extent(shape.d2h_bytes, chunks, shape.d2h_chunk_bytes, c)});
+    }
+    return extents;
+  }
+  std::uint64_t in_offset = 0;
+  std::uint64_t out_offset = 0;
+  for (const std::uint64_t bytes : shape.chunk_schedule) {
+    const std::uint64_t out_end = proportional_offset(in_offset + bytes, shape.h2d_bytes, shape.d2h_bytes);
+    extents.push_back({{in_offset, bytes}, {out_offset, out_end - out_offset}});
+    in_offset += bytes;
+    out_offset = out_end;
+  }
+  return extents;
+}
+
+std::uint64_t ring_bytes(const PipelineShape& shape) {
+  std::uint64_t largest_in = 0;
+  std::uint64_t largest_out = 0;
+  for (const ChunkBytes& chunk : chunk_bytes(shape)) {
+    largest_in = std::max(largest_in, chunk.in.bytes);
+    largest_out = std::max(largest_out, chunk.out.bytes);
+  }
+  return std::uint64_t{effective_ring_depth(shape)} * (largest_in + largest_out);
+}
+
+std::vector<std::uint64_t> uniform_schedule(std::uint64_t total, std::uint64_t chunk) {
+  if (total == 0) throw invalid_input("uniform_schedule: total is 0 bytes (expected > 0)");
+  if (chunk == 0) throw invalid_input("uniform_schedule: chunk is 0 bytes (expected > 0)");
+  std::vector<std::uint64_t> schedule(total / chunk, chunk);
+  if (total % chunk != 0) schedule.push_back(total % chunk);
+  return schedule;
+}
+
+std::vector<std::uint64_t> ramp_schedule(std::uint64_t total, std::uint64_t small, std::uint64_t large) {
+  if (total == 0) throw invalid_input("ramp_schedule: total is 0 bytes (expected > 0)");
+  if (small == 0 || small > large) {
+    throw invalid_input(fmt::format(
+        "ramp_schedule: small = {} and large = {} bytes (expected 0 < small <= large)", small, large));
+  }
+  // Grow by doubling while a matching step down at the end still fits.
+  std::vector<std::uint64_t> up;
+  std::uint64_t left = total;
+  for (std::uint64_t step = small; step < large && left / 2 >= step; step *= 2) {
+    up.push_back(step);
+    left -= 2 * step;
+  }
+  std::vector<std::uint64_t> schedule = up;
+  schedule.insert(schedule.end(), left / large, large);
+  // The way down, with what is left over slotted in where it keeps the
+  // sizes falling, so no odd-sized chunk interrupts the steady state.
+  std::vector<std::uint64_t> down(up.rbegin(), up.rend());
+  if (left % large != 0) {
+    const std::uint64_t rest = left % large;
+    down.insert(std::find_if(down.begin(), down.end(), [rest](std::uint64_t step) { return step < rest; }),
+                rest);
+  }
+  schedule.insert(schedule.end(), down.begin(), down.end());
+  return schedule;
 }
 
 ChunkExtent chunk_extent(std::uint64_t total, std::uint32_t chunks, std::uint64_t fixed,
@@ -216,12 +392,15 @@ ChunkExtent chunk_extent(std::uint64_t total, std::uint32_t chunks, std::uint64_
   return {base * chunk + std::min<std::uint64_t>(chunk, extra), base + (chunk < extra ? 1 : 0)};
 }
 
-Program make_pipeline_program(const PipelineShape& shape) {
+namespace {
+
+/// The Program of a shape whose chunk count is settled.
+Program build_program(const PipelineShape& shape) {
   validate(shape);
   Program program;
   program.name = shape.name;
   program.time_unit = shape.time_unit;
-  Layout layout{shape, {}, {}, effective_ring_depth(shape)};
+  Layout layout{shape, chunk_bytes(shape), {}, {}, effective_ring_depth(shape)};
   for (std::uint32_t s = 0; s < shape.streams; ++s) {
     layout.streams.push_back(program.add_stream(fmt::format("Stream{}", s + 1), shape.kind));
   }
@@ -231,7 +410,10 @@ Program make_pipeline_program(const PipelineShape& shape) {
   }
   // Depth-first is breadth-first with rounds of one chunk: each round issues
   // every stage of its chunks before the next stage, then moves on.
-  const std::uint32_t round = shape.order == issue_order::depth_first ? 1 : shape.streams;
+  // Stage-first is one round of every chunk.
+  const std::uint32_t round = shape.order == issue_order::depth_first     ? 1
+                              : shape.order == issue_order::breadth_first ? shape.streams
+                                                                          : shape.chunks;
   const std::vector<stage> stages = present_stages(shape);
   for (std::uint64_t first = 0; first < shape.chunks; first += round) {
     const auto end = static_cast<std::uint32_t>(std::min<std::uint64_t>(shape.chunks, first + round));
@@ -246,6 +428,15 @@ Program make_pipeline_program(const PipelineShape& shape) {
   }
   if (shape.synchronize_at_end) program.synchronize_device();
   return program;
+}
+
+}  // namespace
+
+Program make_pipeline_program(const PipelineShape& shape) {
+  validate_schedule(shape);
+  PipelineShape settled = shape;  // a schedule says how many chunks there are
+  settled.chunks = effective_chunks(shape);
+  return build_program(settled);
 }
 
 }  // namespace overlap

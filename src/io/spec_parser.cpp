@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -15,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "overlap/core/byte_size.hpp"
 #include "overlap/core/error.hpp"
 #include "overlap/core/pipeline_shape.hpp"
 #include "overlap/io/spec.hpp"
@@ -26,8 +26,7 @@ namespace {
 using field_list = std::vector<std::string_view>;
 
 constexpr std::string_view kTimeExpected = "a finite number >= 0";
-constexpr std::string_view kBytesExpected =
-    "an integer >= 0, optionally with a unit: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB";
+constexpr std::string_view kBytesExpected = kByteSizeExpected;
 constexpr std::string_view kShareExpected = "a number with 0 < share <= 1";
 
 std::string join(const field_list& names) {
@@ -224,28 +223,9 @@ std::string_view trim(std::string_view text) {
   return text.substr(first, last - first + 1);
 }
 
-/// "4096", "64 KiB", "1GB": humans write sizes with units.
+/// "4096", "64 KiB", "1.5GiB": humans write sizes with units.
 std::optional<std::uint64_t> parse_byte_count(std::string_view text) {
-  static const std::map<std::string_view, std::uint64_t> units = {
-      {"", 1},
-      {"B", 1},
-      {"KB", 1000},
-      {"MB", 1000 * 1000},
-      {"GB", 1000'000'000},
-      {"TB", 1000'000'000'000},
-      {"KiB", 1ULL << 10},
-      {"MiB", 1ULL << 20},
-      {"GiB", 1ULL << 30},
-      {"TiB", 1ULL << 40},
-  };
-  text = trim(text);
-  std::uint64_t count = 0;
-  const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), count);
-  if (status != std::errc() || end == text.data()) return std::nullopt;
-  const auto unit = units.find(trim(text.substr(static_cast<std::size_t>(end - text.data()))));
-  if (unit == units.end()) return std::nullopt;
-  if (count > std::numeric_limits<std::uint64_t>::max() / unit->second) return std::nullopt;
-  return count * unit->second;
+  return parse_byte_size(text);
 }
 
 std::uint64_t read_bytes(const Field& field) {
@@ -289,9 +269,9 @@ constexpr std::pair<std::string_view, stream_kind> kPipelineStreamKinds[] = {
 
 // ---- pipeline: form ----
 
-const field_list kPipelineFields = {"chunks",      "items",        "streams",           "issue",
-                                    "stream_kind", "stage_time",   "total_time",        "bytes",
-                                    "memory",      "kernel_share", "synchronize_at_end"};
+const field_list kPipelineFields = {
+    "chunks", "items",          "streams",     "issue",  "stream_kind",  "stage_time",        "total_time",
+    "bytes",  "chunk_schedule", "kernel_cost", "memory", "kernel_share", "synchronize_at_end"};
 
 std::vector<std::string> read_item_names(const Field& field) {
   require_list(field, "a list of item names");
@@ -338,6 +318,10 @@ void read_times(const Field& pipeline, PipelineShape& shape) {
     const Field& later = per_chunk->line() > total->line() ? *per_chunk : *total;
     later.fail("both stage_time and total_time given", "one of them: stage_time per chunk or total_time");
   }
+  if (per_chunk && !shape.chunk_schedule.empty()) {
+    per_chunk->fail("stage_time with a chunk_schedule, whose chunks differ in size",
+                    "total_time, split over the chunks in proportion to their bytes");
+  }
   // stage_time is per chunk; the shape holds totals that it splits again.
   if (per_chunk) read_stage_times(*per_chunk, static_cast<double>(shape.chunks), shape);
   if (total) read_stage_times(*total, 1.0, shape);
@@ -347,6 +331,70 @@ void read_total_bytes(const Field& field, PipelineShape& shape) {
   check_fields(field, {"h2d", "d2h"});
   if (auto bytes = field.get("h2d")) shape.h2d_bytes = read_bytes(*bytes);
   if (auto bytes = field.get("d2h")) shape.d2h_bytes = read_bytes(*bytes);
+}
+
+/// chunk_schedule: [64 KiB, 128 KiB, ...]: the input bytes of each chunk.
+void read_chunk_schedule(const Field& pipeline, const Field& field, PipelineShape& shape) {
+  require_list(field, "a list of chunk sizes in bytes");
+  for (const Field& element : field.elements()) {
+    const std::uint64_t bytes = read_bytes(element);
+    if (bytes == 0) element.fail("0 bytes", "a chunk size > 0");
+    shape.chunk_schedule.push_back(bytes);
+  }
+  if (shape.chunk_schedule.size() > std::numeric_limits<std::uint32_t>::max()) {
+    field.fail(fmt::format("{} chunks", shape.chunk_schedule.size()), "at most 4294967295 chunks");
+  }
+  const auto count = static_cast<std::uint32_t>(shape.chunk_schedule.size());
+  for (const std::string_view key : {"chunks", "items"}) {
+    if (pipeline.get(key) && shape.chunks != count) {
+      field.fail(fmt::format("{} chunks, but {} says {}", count, key, shape.chunks),
+                 "one entry per chunk, or no chunks: or items: beside it");
+    }
+  }
+  shape.chunks = count;
+}
+
+/// The schedule sizes the input: it gives bytes.h2d, or must add up to it.
+void check_schedule_total(const Field& pipeline, PipelineShape& shape) {
+  if (shape.chunk_schedule.empty()) return;
+  std::uint64_t sum = 0;
+  for (const std::uint64_t bytes : shape.chunk_schedule) {
+    if (bytes > std::numeric_limits<std::uint64_t>::max() - sum) {
+      pipeline.require("chunk_schedule", "").fail("adds up to more than 2^64 bytes", "a total that fits");
+    }
+    sum += bytes;
+  }
+  const std::optional<Field> bytes = pipeline.get("bytes");
+  if (!bytes || !bytes->get("h2d")) {
+    shape.h2d_bytes = sum;
+    return;
+  }
+  if (sum != shape.h2d_bytes) {
+    pipeline.require("chunk_schedule", "")
+        .fail(fmt::format("adds up to {} bytes", sum),
+              fmt::format("the bytes.h2d total of {} bytes, or no bytes.h2d", shape.h2d_bytes));
+  }
+}
+
+/// kernel_cost: {fixed_ms, ms_per_mib, wave_bytes}: each chunk's kernel
+/// priced by its input bytes (overlap::KernelCost).
+void read_kernel_cost(const Field& field, PipelineShape& shape) {
+  check_fields(field, {"fixed_ms", "ms_per_mib", "wave_bytes"});
+  KernelCost cost;
+  cost.fixed_ms = read_time(field.require("fixed_ms", kTimeExpected));
+  cost.ms_per_mib = read_time(field.require("ms_per_mib", kTimeExpected));
+  if (auto wave = field.get("wave_bytes")) cost.wave_bytes = read_bytes(*wave);
+  if (cost.fixed_ms == 0.0 && cost.ms_per_mib == 0.0) {
+    field.fail("fixed_ms and ms_per_mib are both 0", "a kernel that takes time");
+  }
+  if (shape.kernel_time) {
+    field.fail("given with a kernel time",
+               "one of them: kernel_cost, or kernel under stage_time or total_time");
+  }
+  if (shape.h2d_bytes == 0) {
+    field.fail("no input bytes to price", "bytes: {h2d: ...} or a chunk_schedule beside it");
+  }
+  shape.kernel_cost = cost;
 }
 
 issue_order read_issue_order(const Field& field) {
@@ -363,11 +411,14 @@ PipelineShape read_pipeline_shape(const Field& pipeline) {
   check_fields(pipeline, kPipelineFields);
   PipelineShape shape;
   read_chunks(pipeline, shape);
+  if (auto field = pipeline.get("chunk_schedule")) read_chunk_schedule(pipeline, *field, shape);
   if (auto field = pipeline.get("streams")) shape.streams = read_count(*field);
   if (auto field = pipeline.get("issue")) shape.order = read_issue_order(*field);
   if (auto field = pipeline.get("stream_kind")) shape.kind = read_choice(*field, kPipelineStreamKinds);
   read_times(pipeline, shape);
   if (auto field = pipeline.get("bytes")) read_total_bytes(*field, shape);
+  check_schedule_total(pipeline, shape);
+  if (auto field = pipeline.get("kernel_cost")) read_kernel_cost(*field, shape);
   if (auto field = pipeline.get("memory")) shape.memory = read_choice(*field, kMemories);
   if (auto field = pipeline.get("kernel_share")) shape.kernel_gpu_share = read_share(*field);
   if (auto field = pipeline.get("synchronize_at_end")) shape.synchronize_at_end = read_bool(*field);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -11,8 +12,11 @@
 #include <utility>
 #include <vector>
 
+#include "copy_arbitration.hpp"
 #include "op_cost.hpp"
 #include "overlap/core/error.hpp"
+#include "sm_sharing.hpp"
+#include "start_latency.hpp"
 
 namespace overlap::sim {
 
@@ -33,7 +37,8 @@ struct OpState {
   double remaining = 0.0;
   double rate = 1.0;
   double last_update = 0.0;
-  double share_taken = 0.0;  // of the SMs, while it runs on the compute engine
+  double share_taken = 0.0;             // of the SMs, while it runs on the compute engine
+  double bidirectional_slowdown = 1.0;  // copies: while the other direction runs
   std::uint32_t version = 0;
   std::uint32_t pending = 0;            // unresolved dependencies
   std::uint32_t first_edge = no_index;  // head of its dependents list
@@ -58,6 +63,7 @@ struct EngineState {
   std::uint32_t running = 0;
   double share_used = 0.0;
   std::optional<op_id> last_finished;
+  std::optional<stream_id> last_stream;  // copy engines: the stream served last
 };
 
 struct Batch {
@@ -154,6 +160,8 @@ class Simulation {
       if (!is_stream_op(op.kind)) continue;
       s.unit = engine_for(op, model_);
       s.solo = solo_duration(op, model_);
+      if (op.kind == op_kind::copy && op.direction != copy_direction::d2d)
+        s.bidirectional_slowdown = model_.bidirectional_slowdown(op.direction, op.bytes);
       if (model_.mapping == queue_mapping::per_stream) {
         s.queue = *op.stream % model_.hardware_queues;
       } else if (s.unit != engine::none && s.unit != engine::host_callback) {
@@ -233,7 +241,7 @@ class Simulation {
       const auto id = static_cast<op_id>(next_issue_++);
       const Op& op = ops[id];
       const double call_start = host_time_;
-      host_time_ += model_.api_call_cost;
+      host_time_ += model_.call_cost(op.kind);
       if (host_time_ > call_start)
         host_span(id, host_activity::api_call, call_start, host_time_, call_name(op));
       if (is_stream_op(op.kind)) {
@@ -389,6 +397,7 @@ class Simulation {
         // The block scheduler puts a kernel's blocks on whatever SMs are
         // free: it can start while the GPU is not full, and takes what is
         // left (a kernel that fills the GPU still holds back the next one).
+        if (model_.kernels_share_sms) return e.running < model_.max_concurrent_kernels;
         return e.running < model_.max_concurrent_kernels && e.share_used < 1.0 - 1e-9;
       default: return e.running == 0;
     }
@@ -418,7 +427,13 @@ class Simulation {
         if (ops_[a].ready != ops_[b].ready) return ops_[a].ready < ops_[b].ready;
         return a < b;
       });
+      choose_copies();
       for (op_id id : candidates_) {
+        const engine unit = ops_[id].unit;
+        if (is_copy_engine(unit) && chosen_copy_[engine_index(unit)] != id) {
+          blocked_by_engine(id);
+          continue;
+        }
         if (!can_start(id)) {
           blocked_by_engine(id);
           continue;
@@ -427,6 +442,30 @@ class Simulation {
         progress = true;
       }
       std::erase_if(bypass_ready_, [&](op_id id) { return ops_[id].started; });
+    }
+  }
+
+  static bool is_copy_engine(engine unit) noexcept {
+    return unit == engine::h2d_copy || unit == engine::d2h_copy || unit == engine::copy;
+  }
+
+  // For each idle copy engine, the ready copy it starts next (arbitration).
+  void choose_copies() {
+    const auto& streams = program_.streams();
+    for (engine unit : {engine::h2d_copy, engine::d2h_copy, engine::copy}) {
+      const std::size_t e = engine_index(unit);
+      chosen_copy_[e] = no_index;
+      if (engines_[e].running != 0) continue;
+      copy_candidates_.clear();
+      for (op_id id : candidates_) {
+        if (ops_[id].unit != unit) continue;
+        const stream_id stream = *program_.ops()[id].stream;
+        copy_candidates_.push_back({id, stream, streams[stream].priority, ops_[id].ready});
+      }
+      if (copy_candidates_.empty()) continue;
+      const std::size_t pick =
+          pick_copy(copy_candidates_, model_.arbitration, engines_[e].last_stream, streams.size());
+      chosen_copy_[e] = copy_candidates_[pick].op;
     }
   }
 
@@ -461,15 +500,15 @@ class Simulation {
     }
     EngineState& e = engines_[engine_index(s.unit)];
     e.running++;
+    if (is_copy_engine(s.unit)) e.last_stream = *op.stream;
     if (s.unit == engine::compute) {
       s.share_taken = std::min(op.kind == op_kind::kernel ? op.gpu_share : 1.0, 1.0 - e.share_used);
       e.share_used += s.share_taken;
     }
-    const double latency = op.kind == op_kind::kernel ? model_.kernel_launch_latency
-                           : op.kind == op_kind::copy || op.kind == op_kind::memset
-                               ? model_.copy_start_latency
-                               : 0.0;
-    s.start = now_ + latency;
+    start_context context;
+    context.waited = s.ready < now_ - epsilon;
+    context.released_by_same_engine = s.has_cause && ops_[s.cause].unit == s.unit;
+    s.start = now_ + start_latency(op, model_, context);
     s.remaining = s.solo;
     s.last_update = s.start;
     s.rate = 1.0;
@@ -480,6 +519,9 @@ class Simulation {
     }
     if (slows_with_other_direction(s.unit)) {
       rebalance_copies(id);
+    } else if (s.unit == engine::compute && model_.kernels_share_sms) {
+      running_kernels_.push_back(id);
+      rebalance_kernels();
     } else {
       s.end = s.start + s.solo;
       schedule(s.end, id, s.version, event_kind::complete);
@@ -498,6 +540,9 @@ class Simulation {
       if (slows_with_other_direction(s.unit)) {
         active_copy(s.unit) = no_index;
         rebalance_copies(no_index);
+      } else if (s.unit == engine::compute && model_.kernels_share_sms) {
+        std::erase(running_kernels_, id);
+        rebalance_kernels();
       }
     }
     if (s.batch == no_index) {
@@ -528,13 +573,35 @@ class Simulation {
       const double elapsed = std::max(0.0, now_ - s.last_update);
       s.remaining = std::max(0.0, s.remaining - elapsed * s.rate);
       s.last_update = std::max(now_, s.start);
-      const double slowdown = !both                        ? 1.0
-                              : s.unit == engine::h2d_copy ? model_.h2d_slowdown_when_bidirectional
-                                                           : model_.d2h_slowdown_when_bidirectional;
+      const double slowdown = both ? s.bidirectional_slowdown : 1.0;
       s.rate = 1.0 / slowdown;
       s.version++;
       s.end = s.last_update + s.remaining / s.rate;
       schedule(s.end, id, s.version, event_kind::complete);
+    }
+  }
+
+  // ---- kernels sharing the SMs ---------------------------------------------------
+
+  // Recomputes every running kernel's speed after one starts or ends.
+  void rebalance_kernels() {
+    demand_.clear();
+    for (op_id id : running_kernels_) {
+      const Op& op = program_.ops()[id];
+      demand_.push_back(op.kind == op_kind::kernel ? op.gpu_share : 1.0);
+    }
+    speed_.assign(demand_.size(), 1.0);
+    share_sms(demand_, speed_);
+    for (std::size_t k = 0; k < running_kernels_.size(); ++k) {
+      OpState& s = ops_[running_kernels_[k]];
+      const double elapsed = std::max(0.0, now_ - s.last_update);
+      s.remaining = std::max(0.0, s.remaining - elapsed * s.rate);
+      s.last_update = std::max(now_, s.start);
+      if (std::abs(speed_[k] - s.rate) < 1e-12 && s.version != 0) continue;  // unchanged: keep its event
+      s.rate = speed_[k];
+      s.version++;
+      s.end = s.last_update + s.remaining / s.rate;
+      schedule(s.end, running_kernels_[k], s.version, event_kind::complete);
     }
   }
 
@@ -588,6 +655,11 @@ class Simulation {
   std::vector<std::deque<op_id>> queues_;
   std::vector<op_id> bypass_ready_;
   std::vector<op_id> candidates_;
+  std::vector<copy_candidate> copy_candidates_;
+  std::vector<op_id> running_kernels_;
+  std::vector<double> demand_;
+  std::vector<double> speed_;
+  std::uint32_t chosen_copy_[engine_count] = {};
   EngineState engines_[engine_count];
   std::vector<std::uint32_t> last_on_stream_;
   std::vector<std::uint32_t> last_record_;

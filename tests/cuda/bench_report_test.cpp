@@ -1,7 +1,9 @@
 // `overlap bench --report`'s page, built from made-up results (no GPU): the
 // sweep chart holds every Pipeline configuration at its median with the
-// floor and sequential levels, and the best run's prediction times each
-// kernel as the kernel-alone floor's share for its chunk.
+// floor (the link floor, for the transfer-bound workload) and sequential
+// levels, the notes say which term of the link floor binds, and the best
+// run's prediction times each kernel as the kernel-alone floor's share for
+// its chunk.
 #include "bench_report.hpp"
 
 #include <gtest/gtest.h>
@@ -10,74 +12,18 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "bench_fixtures.hpp"
+#include "bench_verdicts.hpp"
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/error.hpp"
-#include "overlap/core/pipeline_shape.hpp"
-#include "overlap/sim/simulator.hpp"
 
 namespace overlap::cli {
 namespace {
 
 using bench::variant_kind;
-using bench::variant_result;
-
-constexpr std::size_t MiB = std::size_t{1} << 20;
-
-variant_result row(variant_kind kind, double median_ms, std::size_t chunk_bytes = 0, unsigned streams = 1) {
-  variant_result v;
-  v.kind = kind;
-  v.name = std::string(bench::to_string(kind));
-  v.chunk_bytes = chunk_bytes;
-  v.streams = streams;
-  v.device_ms = bench::summarize({median_ms * 0.99, median_ms, median_ms * 1.02});
-  v.verified = true;
-  return v;
-}
-
-// 13 MiB + a remainder in 4 MiB chunks: four chunks, the last one smaller.
-bench::workload_result transfer_workload() {
-  bench::workload_result w;
-  w.kind = bench::workload_kind::transfer_bound;
-  w.bytes = 13 * MiB + 4096;
-  w.elements = w.bytes / sizeof(float);
-  w.floors = {row(variant_kind::floor_h2d, 1.1), row(variant_kind::floor_d2h, 1.2),
-              row(variant_kind::floor_both_directions, 1.3), row(variant_kind::floor_kernel, 0.8)};
-  w.variants = {row(variant_kind::sequential, 3.1), row(variant_kind::two_stream, 2.2),
-                row(variant_kind::pipeline_default, 1.9, 4 * MiB, 4)};
-  for (const unsigned streams : {2U, 4U}) {
-    for (const std::size_t chunk : {1 * MiB, 4 * MiB}) {
-      const double median_ms = streams == 2 ? (chunk == MiB ? 1.65 : 1.6) : (chunk == MiB ? 1.85 : 1.8);
-      w.variants.push_back(row(variant_kind::pipeline, median_ms, chunk, streams));
-      w.variants.back().name = "pipeline " + std::to_string(chunk) + " x " + std::to_string(streams);
-      w.variants.back().chunks = (w.bytes + chunk - 1) / chunk;
-    }
-  }
-  w.best_pipeline = 4;  // 4 MiB x 2 streams: 1.6 ms
-
-  PipelineShape shape;
-  shape.chunks = 4;
-  shape.streams = 2;
-  shape.h2d_bytes = shape.d2h_bytes = w.bytes;
-  shape.h2d_chunk_bytes = shape.d2h_chunk_bytes = 4 * MiB;
-  shape.kernel_time = 0.0;  // as Pipeline describes its runs: the stage's cost is not known
-  shape.name = "transfer-bound";
-  w.best_program = make_pipeline_program(shape);
-  shape.kernel_time = 1.0;
-  w.best_timeline = sim::simulate(make_pipeline_program(shape), DeviceModel::preset("h100"));
-  w.best_timeline->program_name = "transfer-bound: best (recorded)";
-  w.best_timeline->device = "Test GPU";
-  return w;
-}
-
-bench::bench_result result_of(bench::workload_result w) {
-  bench::bench_result r;
-  r.device.name = "Test GPU";
-  r.device.sm_count = 7;
-  r.warmup = 2;
-  r.reps = 3;
-  r.workloads.push_back(std::move(w));
-  return r;
-}
+using bench_fixtures::MiB;
+using bench_fixtures::result_of;
+using bench_fixtures::transfer_workload;
 
 std::size_t count(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
@@ -115,7 +61,7 @@ TEST(BenchReport, PageHasTheSweepChartAndBothRunsOfTheBestConfiguration) {
   EXPECT_EQ(count(page, "<polyline class=\"series\""), 2U);
   EXPECT_NE(page.find(R"(data-series="2 streams" data-x="4194304" data-y="1.6")"), std::string::npos);
   EXPECT_NE(page.find(R"(data-series="4 streams" data-x="1048576" data-y="1.85")"), std::string::npos);
-  EXPECT_NE(page.find(R"(data-level="both-directions floor" data-y="1.3")"), std::string::npos);
+  EXPECT_NE(page.find(R"(data-level="link floor" data-y="1.515)"), std::string::npos);
   EXPECT_NE(page.find(R"x(data-level="sequential (one stream)" data-y="3.1")x"), std::string::npos);
   EXPECT_NE(page.find(">1 MiB</text>"), std::string::npos);
   EXPECT_NE(page.find(">4 MiB</text>"), std::string::npos);
@@ -125,9 +71,37 @@ TEST(BenchReport, PageHasTheSweepChartAndBothRunsOfTheBestConfiguration) {
   EXPECT_NE(page.find(R"("name":"predicted")"), std::string::npos);
 }
 
+TEST(BenchReport, PageShowsTheLinkFloorAndTheTermThatBindsIt) {
+  const std::string page = bench_report_html(result_of(transfer_workload()), {}, "now");
+  EXPECT_NE(
+      page.find("transfer-bound: link floor 1.515 ms, bound by: both directions at 18.0 GB/s; peaks: H2D "
+                "12.5 GB/s at 4 MiB (spread 1.0%), D2H 12.0 GB/s at 16 MiB (spread 2.0%), both directions "
+                "18.0 GB/s at 64 MiB (spread 1.5%)"),
+      std::string::npos);
+  EXPECT_NE(page.find("copies of 1 MiB, 4 MiB, 16 MiB, 64 MiB in trains of 256 MiB, 5 reps each"),
+            std::string::npos);
+  // The best run's ratio is to the link floor, not to the whole-buffer copies (1.3 ms).
+  EXPECT_NE(page.find("1.600 ms = 1.056x the link floor (1.515 ms)"), std::string::npos);
+  EXPECT_EQ(page.find("both-directions floor"), std::string::npos);
+}
+
+TEST(BenchReport, QuickPageSaysTheVerdictsAreJudgedAtFullSizeOnly) {
+  const bench::bench_result r = result_of(transfer_workload());
+  const std::string page = bench_report_html(r, verdict_lines(judge(r, true)), "now");
+  EXPECT_NE(page.find("verdicts: judged at full size only"), std::string::npos);
+  EXPECT_EQ(page.find("PASS  "), std::string::npos);
+  EXPECT_EQ(page.find("FAIL  "), std::string::npos);
+}
+
 TEST(BenchReport, ResultsWithoutARecordedRunAreAnError) {
   bench::workload_result w = transfer_workload();
   w.best_timeline.reset();
+  EXPECT_THROW((void)bench_report_html(result_of(std::move(w)), {}, "now"), error);
+}
+
+TEST(BenchReport, TransferBoundResultsWithoutALinkFloorAreAnError) {
+  bench::workload_result w = transfer_workload();
+  w.link.reset();
   EXPECT_THROW((void)bench_report_html(result_of(std::move(w)), {}, "now"), error);
 }
 

@@ -1,8 +1,9 @@
 // `overlap bench`: the two workloads of HARDWARE.md on the GPU, in every
 // variant (the seeds' one-stream and two-stream code, cuda::Pipeline with
 // defaults and over a chunk x stream sweep) against the floors measured in
-// the same run, every output checked. Measuring is bench/workloads' job;
-// this file chooses the configuration, judges and prints.
+// the same run, every output checked. Measuring is overlap_bench's job
+// (src/bench); judging is bench_verdicts.cpp's; this file chooses the
+// configuration and prints.
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
@@ -23,9 +24,10 @@
 
 #include "bench_report.hpp"
 #include "bench_terms.hpp"
+#include "bench_verdicts.hpp"
+#include "overlap/bench/driver.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/io/exporters.hpp"
-#include "workloads/driver.hpp"
 #endif
 
 namespace overlap::cli {
@@ -41,9 +43,14 @@ Variants: sequential (one stream: H2D, kernel, D2H of the whole buffer);
 hand-written 2 streams (the seeds' code: two halves, each H2D/kernel/D2H on
 its own stream); Pipeline with default options; Pipeline over chunk sizes
 (transfer: 256 KiB..16 MiB, compute: 256 KiB..4 MiB) x streams {2, 3, 4, 8}.
-Floors, measured in the same run: H2D alone, D2H alone, both directions at
-once, the kernel alone. Ratios are to the transfer-bound both-directions
-floor and to the compute-bound kernel-alone floor.
+Floors, measured in the same run. Transfer-bound: the link floor,
+max(bytes in / peak H2D, bytes out / peak D2H, all bytes / peak both
+directions), the peaks measured over a size sweep of copy trains (1..64 MiB
+copies, 256 MiB trains; --quick: 1..16 MiB, 64 MiB trains); the text says
+which term binds. Compute-bound: the kernel alone. Whole-buffer copies (H2D
+alone, D2H alone, both at once) are shown for information: they include each
+copy's start-up, so they sit above what the link sustains. Ratios are to the
+link floor and to the kernel-alone floor.
 
 The fastest Pipeline is then run again four ways, alternating run by run:
 op by op (Pipeline::run), with recording on (its overhead, and the measured
@@ -70,8 +77,9 @@ Examples:
                                         floor), and the best transfer-bound run
                                         measured beside its prediction
 
-The acceptance verdicts are reported as PASS/FAIL lines and do not change the
-exit code. Exit codes: 0 ok, 1 wrong output (the first bad index is named) or
+The acceptance verdicts are judged at full size only: a full run reports them
+as PASS/FAIL lines (they do not change the exit code); --quick reports none.
+Exit codes: 0 ok, 1 wrong output (the first bad index is named) or
 a CUDA error, 2 bad input, no CUDA device, or built without CUDA.)";
 
 struct BenchOptions {
@@ -120,6 +128,9 @@ bench::bench_config make_config(const BenchOptions& o, bool reps_given) {
   bench::workload_config compute;
   compute.kind = workload_kind::compute_bound;
   if (o.quick) {
+    config.link.sizes = {1 * MiB, 4 * MiB, 16 * MiB};
+    config.link.train_bytes = 64 * MiB;
+    config.link.reps = 3;
     transfer.elements = 64 * MiB / sizeof(float);
     transfer.chunk_bytes = {1 * MiB, 4 * MiB};
     transfer.stream_counts = {2, 4};
@@ -127,6 +138,9 @@ bench::bench_config make_config(const BenchOptions& o, bool reps_given) {
     compute.chunk_bytes = {256 * KiB, 1 * MiB};
     compute.stream_counts = {2, 4};
   } else {
+    config.link.sizes = {1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB};
+    config.link.train_bytes = 256 * MiB;
+    config.link.reps = 5;
     transfer.elements = 256 * MiB / sizeof(float);
     transfer.chunk_bytes = {256 * KiB, 1 * MiB, 2 * MiB, 4 * MiB, 8 * MiB, 16 * MiB};
     transfer.stream_counts = {2, 3, 4, 8};
@@ -138,75 +152,20 @@ bench::bench_config make_config(const BenchOptions& o, bool reps_given) {
   return config;
 }
 
-// --- judging -----------------------------------------------------------------
-
-double host_cost_per_chunk_us(const variant_result& v) {
-  return v.host_issue_per_chunk_us ? v.host_issue_per_chunk_us->median : 0.0;
-}
-
-struct Verdict {
-  std::string name;  ///< stable key for JSON
-  std::string text;  ///< what is claimed
-  double value = 0.0;
-  double limit = 0.0;
-  std::string unit;  ///< "x" or "us"
-  bool pass = false;
-};
-
-std::vector<Verdict> judge(const bench::bench_result& r) {
-  std::vector<Verdict> verdicts;
-  const auto add = [&verdicts](std::string name, std::string text, double value, double limit,
-                               std::string unit, bool pass) {
-    verdicts.push_back({std::move(name), std::move(text), value, limit, std::move(unit), pass});
-  };
-  for (const workload_result& w : r.workloads) {
-    const std::string wname(bench::to_string(w.kind));
-    const std::string key = w.kind == workload_kind::transfer_bound ? "transfer" : "compute";
-    const variant_result& best = best_of(w);
-    const double to_floor = ratio(best.device_ms.median, floor_of(w).device_ms.median);
-    if (w.kind == workload_kind::transfer_bound) {
-      add(key + "_best_vs_floor", fmt::format("{} best Pipeline within 1.05x of {}", wname, floor_words(w)),
-          to_floor, 1.05, "x", to_floor <= 1.05);
-      const double to_sequential = ratio(best.device_ms.median, sequential_of(w).device_ms.median);
-      add(key + "_best_vs_sequential", fmt::format("{} best Pipeline at most 0.60x of sequential", wname),
-          to_sequential, 0.60, "x", to_sequential <= 0.60);
-    } else {
-      add(key + "_best_vs_floor", fmt::format("{} best Pipeline within 1.02x of {}", wname, floor_words(w)),
-          to_floor, 1.02, "x", to_floor <= 1.02);
-    }
-  }
-  for (const workload_result& w : r.workloads) {
-    const std::string key = w.kind == workload_kind::transfer_bound ? "transfer" : "compute";
-    const double d = ratio(required(w, variant_kind::pipeline_default).device_ms.median,
-                           required(w, variant_kind::two_stream).device_ms.median);
-    add(key + "_default_vs_two_stream",
-        fmt::format("{} default Pipeline <= hand-written 2 streams", bench::to_string(w.kind)), d, 1.0, "x",
-        d <= 1.0);
-  }
-  for (const workload_result& w : r.workloads) {
-    const std::string key = w.kind == workload_kind::transfer_bound ? "transfer" : "compute";
-    if (!w.best_graph) continue;
-    const double us = host_cost_per_chunk_us(*w.best_graph);
-    add(key + "_host_cost_per_chunk",
-        fmt::format("{} host cost per chunk < 10 us (best configuration, replayed as a CUDA graph)",
-                    bench::to_string(w.kind)),
-        us, 10.0, "us", us < 10.0);
-  }
-  return verdicts;
-}
-
 // --- text ----------------------------------------------------------------------
 
-std::string verdict_line(const Verdict& v) {
-  return fmt::format("{}  {}: {:.3f}{}{}", v.pass ? "PASS" : "FAIL", v.text, v.value,
-                     v.unit == "x" ? "x" : " ", v.unit == "x" ? "" : v.unit);
-}
-
-std::string row_text(const variant_result& v, double floor_ms, double sequential_ms) {
+std::string row_text(const variant_result& v, double floor_time, double sequential_ms) {
   return fmt::format("  {:<36} {:>8} {:>7} {:>7} {:>10.3f}  {:>7.3f}..{:<8.3f} {:>7.3f} {:>8.3f}\n", v.name,
                      bench::format_bytes(v.chunk_bytes), v.streams, v.chunks, v.device_ms.median,
-                     v.device_ms.min, v.device_ms.max, ratio(v.device_ms.median, floor_ms),
+                     v.device_ms.min, v.device_ms.max, ratio(v.device_ms.median, floor_time),
                      ratio(v.device_ms.median, sequential_ms));
+}
+
+// The link floor as a row of the table: computed, not timed, so no spread.
+std::string link_row_text(const bench::link_floor& f, double sequential_ms) {
+  return fmt::format("  {:<36} {:>8} {:>7} {:>7} {:>10.3f}  {:^17} {:>7.3f} {:>8.3f}\n",
+                     "floor: link peaks (computed)", "-", "-", "-", f.ms, "", 1.0,
+                     ratio(f.ms, sequential_ms));
 }
 
 std::string per_chunk_text(const variant_result& v) {
@@ -238,16 +197,18 @@ std::string host_cost_text(const workload_result& w) {
 }
 
 std::string workload_text(const workload_result& w) {
-  const double floor_ms = floor_of(w).device_ms.median;
+  const double floor_time = floor_ms(w);
   const double sequential_ms = sequential_of(w).device_ms.median;
   std::string text =
       fmt::format("\n{}: {} in ({} floats), {}, {} out\n", bench::to_string(w.kind),
                   bench::format_bytes(w.bytes), w.elements, kernel_words(w), bench::format_bytes(w.bytes));
   text += fmt::format("  {:<36} {:>8} {:>7} {:>7} {:>10}  {:^17} {:>7} {:>8}\n", "variant", "chunk",
                       "streams", "chunks", "median ms", "min..max ms", "x floor", "x seq");
-  for (const variant_result& v : w.floors) text += row_text(v, floor_ms, sequential_ms);
-  for (const variant_result& v : w.variants) text += row_text(v, floor_ms, sequential_ms);
+  if (w.link) text += link_row_text(*w.link, sequential_ms);
+  for (const variant_result& v : w.floors) text += row_text(v, floor_time, sequential_ms);
+  for (const variant_result& v : w.variants) text += row_text(v, floor_time, sequential_ms);
 
+  if (w.link) text += "  " + link_floor_line(*w.link) + "\n";
   text += "  " + best_line(w) + "\n";
   const variant_result& default_pipeline = required(w, variant_kind::pipeline_default);
   const variant_result& two = required(w, variant_kind::two_stream);
@@ -267,17 +228,15 @@ std::string workload_text(const workload_result& w) {
   return text;
 }
 
-std::string text_report(const bench::bench_result& r, const std::vector<Verdict>& verdicts, bool quick) {
+std::string text_report(const bench::bench_result& r, const Judgement& judgement) {
   std::string text = "overlap bench on " + device_line(r.device) + "\n";
   text += fmt::format(
       "each row: {} warm-up runs, then the median and min..max of {} timed runs (CUDA events from before the "
       "host issues to after it sees completion); every output element of every run verified\n",
       r.warmup, r.reps);
+  text += "link floor: the link's peak rates, measured in this run over " + link_sweep_text(r.link) + "\n";
   for (const workload_result& w : r.workloads) text += workload_text(w);
-  text += quick ? "\nverdicts (set for the full sizes; --quick's smaller data only hints at them):\n"
-                : "\nverdicts (reported; they do not change the exit code):\n";
-  for (const Verdict& v : verdicts) text += "  " + verdict_line(v) + "\n";
-  return text;
+  return text + verdicts_text(judgement);
 }
 
 // --- JSON ----------------------------------------------------------------------
@@ -286,7 +245,7 @@ json stats_json(const bench::stats& s) {
   return {{"median", s.median}, {"min", s.min}, {"max", s.max}, {"samples", s.samples}};
 }
 
-json row_json(const variant_result& v, double floor_ms, double sequential_ms) {
+json row_json(const variant_result& v, double floor_time, double sequential_ms) {
   json row = {{"name", v.name},
               {"kind", bench::to_string(v.kind)},
               {"chunk_bytes", v.chunk_bytes},
@@ -297,7 +256,7 @@ json row_json(const variant_result& v, double floor_ms, double sequential_ms) {
               {"max_ms", v.device_ms.max},
               {"samples_ms", v.device_ms.samples},
               {"host_wall_ms", stats_json(v.host_ms)},
-              {"ratio_to_floor", ratio(v.device_ms.median, floor_ms)},
+              {"ratio_to_floor", ratio(v.device_ms.median, floor_time)},
               {"ratio_to_sequential", ratio(v.device_ms.median, sequential_ms)},
               {"verified", v.verified}};
   if (v.host_issue_ms) row["host_issue_ms"] = stats_json(*v.host_issue_ms);
@@ -306,50 +265,63 @@ json row_json(const variant_result& v, double floor_ms, double sequential_ms) {
   return row;
 }
 
+json peak_json(const bench::link_peak& p) {
+  return {{"gigabytes_per_second", p.gigabytes_per_second}, {"at_bytes", p.at_bytes}, {"spread", p.spread}};
+}
+
+json link_floor_json(const bench::link_floor& f) {
+  return {{"ms", f.ms},
+          {"bound_by", bench::key_of(f.bound_by)},
+          {"terms_ms", {{"h2d", f.h2d_ms}, {"d2h", f.d2h_ms}, {"both_directions", f.both_ms}}},
+          {"peaks",
+           {{"h2d", peak_json(f.h2d)}, {"d2h", peak_json(f.d2h)}, {"both_directions", peak_json(f.both)}}}};
+}
+
 json workload_json(const workload_result& w) {
-  const double floor_ms = floor_of(w).device_ms.median;
+  const double floor_time = floor_ms(w);
   const double sequential_ms = sequential_of(w).device_ms.median;
   json floors = json::array();
-  for (const variant_result& v : w.floors) floors.push_back(row_json(v, floor_ms, sequential_ms));
+  for (const variant_result& v : w.floors) floors.push_back(row_json(v, floor_time, sequential_ms));
   json variants = json::array();
-  for (const variant_result& v : w.variants) variants.push_back(row_json(v, floor_ms, sequential_ms));
+  for (const variant_result& v : w.variants) variants.push_back(row_json(v, floor_time, sequential_ms));
   const variant_result& best = best_of(w);
   json out = {{"name", bench::to_string(w.kind)},
               {"kernel", kernel_words(w)},
               {"elements", w.elements},
               {"bytes_in", w.bytes},
               {"bytes_out", w.bytes},
-              {"floor", bench::to_string(floor_of(w).kind)},
-              {"floor_ms", floor_ms},
-              {"sequential_ms", sequential_ms},
-              {"floors", std::move(floors)},
-              {"variants", std::move(variants)}};
+              {"floor", floor_key(w)},
+              {"floor_ms", floor_time},
+              {"sequential_ms", sequential_ms}};
+  if (w.link) out["link_floor"] = link_floor_json(*w.link);
+  out["floors"] = std::move(floors);
+  out["variants"] = std::move(variants);
   out["best"] = {{"name", best.name},
                  {"index", w.best_pipeline},
                  {"chunk_bytes", best.chunk_bytes},
                  {"streams", best.streams},
                  {"chunks", best.chunks},
                  {"median_ms", best.device_ms.median},
-                 {"ratio_to_floor", ratio(best.device_ms.median, floor_ms)},
+                 {"ratio_to_floor", ratio(best.device_ms.median, floor_time)},
                  {"ratio_to_sequential", ratio(best.device_ms.median, sequential_ms)},
                  {"host_issue_per_chunk_us_median", host_cost_per_chunk_us(best)}};
   if (w.best_graph) {
-    out["graph"] = {{"replay", row_json(*w.best_graph, floor_ms, sequential_ms)},
+    out["graph"] = {{"replay", row_json(*w.best_graph, floor_time, sequential_ms)},
                     {"setup_ms", w.graph_setup_ms},
                     {"host_issue_per_chunk_us_median", host_cost_per_chunk_us(*w.best_graph)}};
   }
-  if (w.best_loop) out["bare_loop"] = row_json(*w.best_loop, floor_ms, sequential_ms);
+  if (w.best_loop) out["bare_loop"] = row_json(*w.best_loop, floor_time, sequential_ms);
   out["default_vs_two_stream"] = ratio(required(w, variant_kind::pipeline_default).device_ms.median,
                                        required(w, variant_kind::two_stream).device_ms.median);
   if (w.best_again && w.best_recorded) {
-    out["recording"] = {{"off", row_json(*w.best_again, floor_ms, sequential_ms)},
-                        {"on", row_json(*w.best_recorded, floor_ms, sequential_ms)},
+    out["recording"] = {{"off", row_json(*w.best_again, floor_time, sequential_ms)},
+                        {"on", row_json(*w.best_recorded, floor_time, sequential_ms)},
                         {"ratio", ratio(w.best_recorded->device_ms.median, w.best_again->device_ms.median)}};
   }
   return out;
 }
 
-std::string json_report(const bench::bench_result& r, const std::vector<Verdict>& verdicts, bool quick) {
+std::string json_report(const bench::bench_result& r, const Judgement& judgement, bool quick) {
   const bench::device_info& d = r.device;
   json out;
   out["tool"] = "overlap bench";
@@ -371,23 +343,12 @@ std::string json_report(const bench::bench_result& r, const std::vector<Verdict>
        "host has seen it complete"},
       {"verification",
        "output NaN-filled from the device before every run; every element checked on the host after "
-       "it (y = 2x + 1 exactly, sin/cos within 1e-4 relative + 1e-5)"}};
+       "it (y = 2x + 1 exactly, sin/cos within 1e-4 relative + 1e-5)"},
+      {"link_sweep", {{"sizes", r.link.sizes}, {"train_bytes", r.link.train_bytes}, {"reps", r.link.reps}}}};
   json workloads = json::array();
   for (const workload_result& w : r.workloads) workloads.push_back(workload_json(w));
   out["workloads"] = std::move(workloads);
-  json judged = json::array();
-  bool all_pass = true;
-  for (const Verdict& v : verdicts) {
-    judged.push_back({{"name", v.name},
-                      {"text", v.text},
-                      {"value", v.value},
-                      {"limit", v.limit},
-                      {"unit", v.unit},
-                      {"pass", v.pass}});
-    all_pass = all_pass && v.pass;
-  }
-  out["verdicts"] = std::move(judged);
-  out["all_pass"] = all_pass;
+  add_verdicts_json(out, judgement);
   out["verified"] = true;  // a wrong element ends the bench with exit 1 and no report
   return out.dump(2) + "\n";
 }
@@ -418,19 +379,16 @@ int run_bench(const BenchOptions& o, bool reps_given, Streams io) {
     io.err << "overlap bench: error: " << e.what() << '\n';
     return exit_findings;
   }
-  const std::vector<Verdict> verdicts = judge(result);
-  write_output(o.output,
-               o.json ? json_report(result, verdicts, o.quick) : text_report(result, verdicts, o.quick), io);
+  const Judgement judgement = judge(result, o.quick);
+  write_output(o.output, o.json ? json_report(result, judgement, o.quick) : text_report(result, judgement),
+               io);
   if (!o.timeline.empty()) {
     const workload_result* w = recorded_workload(result);
     if (w == nullptr) throw error("bench: no recorded Pipeline run to write as a timeline");
     write_output(o.timeline, io::to_chrome_trace(*w->best_timeline), io);
   }
   if (!o.report.empty()) {
-    std::vector<std::string> lines;
-    lines.reserve(verdicts.size());
-    for (const Verdict& v : verdicts) lines.push_back(verdict_line(v));
-    write_output(o.report, bench_report_html(result, lines, utc_now()), io);
+    write_output(o.report, bench_report_html(result, verdict_lines(judgement), utc_now()), io);
     io.err << "report: " << o.report << '\n';
   }
   return exit_ok;
@@ -444,7 +402,9 @@ Subcommand add_bench(CLI::App& parent, Streams io) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* app = parent.add_subcommand("bench", "Run the transfer- and compute-bound workloads on the GPU");
   app->footer(footer);
-  app->add_flag("--quick", o->quick, "Smaller data (64 MiB, 1 Mi floats), 5 reps, a small sweep");
+  app->add_flag(
+      "--quick", o->quick,
+      "Smaller data (64 MiB, 1 Mi floats), 5 reps, a small sweep; no verdicts (judged at full size)");
   app->add_option("--reps", o->reps, "Timed runs per variant (default 15, 5 with --quick)")
       ->check(CLI::Range(1U, 100'000U));
   app->add_flag("--json", o->json, "Write the results as JSON (variants, floors, ratios, verdicts)");

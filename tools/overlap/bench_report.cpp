@@ -41,7 +41,7 @@ io::HtmlChart sweep_chart(const workload_result& w) {
   }
   for (auto& [streams, series] : by_streams) chart.series.push_back(std::move(series));
   for (const auto& [bytes, label] : sizes) chart.x_ticks.emplace_back(static_cast<double>(bytes), label);
-  chart.levels.push_back({std::string(floor_words(w)).substr(4), floor_of(w).device_ms.median});  // no "the"
+  chart.levels.push_back({std::string(floor_words(w)).substr(4), floor_ms(w)});  // no "the"
   chart.levels.push_back({"sequential (one stream)", sequential_of(w).device_ms.median});
   return chart;
 }
@@ -55,8 +55,14 @@ std::vector<std::string> notes(const bench::bench_result& r, const std::vector<s
       "the host issues to after it has seen the run complete; every output element of every run was "
       "verified.",
       r.reps, r.warmup));
-  for (const workload_result& w : r.workloads)
+  for (const workload_result& w : r.workloads) {
+    if (w.link) {
+      lines.push_back(fmt::format("{}: {} (the link's peak rates, measured in this run over {})",
+                                  bench::to_string(w.kind), link_floor_line(*w.link),
+                                  link_sweep_text(r.link)));
+    }
     lines.push_back(fmt::format("{}: {}", bench::to_string(w.kind), best_line(w)));
+  }
   for (const std::string& v : verdicts) lines.push_back(v);
   return lines;
 }

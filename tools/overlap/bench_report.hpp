@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "overlap/bench/driver.hpp"
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/timeline.hpp"
-#include "workloads/driver.hpp"
 
 namespace overlap::cli {
 

@@ -1,5 +1,6 @@
 // What `overlap bench`'s text report, JSON and HTML page all call a
 // workload's parts: its floor, its best Pipeline, its sequential run.
+// CUDA-free (the results are plain data), so the tests need no GPU.
 #pragma once
 
 #if OVERLAP_HAS_CUDA
@@ -8,23 +9,63 @@
 
 #include <string>
 
+#include "overlap/bench/driver.hpp"
 #include "overlap/core/error.hpp"
-#include "workloads/driver.hpp"
 
 namespace overlap::cli {
 
-/// The floor a workload's variants are compared with: both copy directions
-/// at once for the transfer-bound workload, the kernel alone for the other.
-inline const bench::variant_result& floor_of(const bench::workload_result& w) {
-  return w.floor(w.kind == bench::workload_kind::transfer_bound ? bench::variant_kind::floor_both_directions
-                                                                : bench::variant_kind::floor_kernel);
+/// The transfer-bound workload's link floor; throws overlap::error when it was not measured.
+inline const bench::link_floor& link_floor_of(const bench::workload_result& w) {
+  if (!w.link) throw error(fmt::format("bench: {} has no link floor", bench::to_string(w.kind)));
+  return *w.link;
 }
 
+/// The floor (ms) a workload's variants are compared with: the link floor
+/// (the link's peak rates) for the transfer-bound workload, the kernel alone
+/// for the other.
+inline double floor_ms(const bench::workload_result& w) {
+  return w.kind == bench::workload_kind::transfer_bound
+             ? link_floor_of(w).ms
+             : w.floor(bench::variant_kind::floor_kernel).device_ms.median;
+}
+
+/// The floor's key in the JSON: "link_floor" or "floor_kernel".
+inline const char* floor_key(const bench::workload_result& w) {
+  return w.kind == bench::workload_kind::transfer_bound ? "link_floor" : "floor_kernel";
+}
+
+/// The floor for people: "the link floor" or "the kernel-alone floor".
 inline const char* floor_words(const bench::workload_result& w) {
-  return w.kind == bench::workload_kind::transfer_bound ? "the both-directions floor"
-                                                        : "the kernel-alone floor";
+  return w.kind == bench::workload_kind::transfer_bound ? "the link floor" : "the kernel-alone floor";
 }
 
+/// "bound by: both directions at 100.3 GB/s".
+inline std::string bound_by_text(const bench::link_floor& f) {
+  return fmt::format("bound by: {} at {:.1f} GB/s", bench::to_string(f.bound_by),
+                     f.binding_peak().gigabytes_per_second);
+}
+
+/// "H2D 53.1 GB/s at 64 MiB (spread 1.2%)".
+inline std::string peak_text(const char* name, const bench::link_peak& p) {
+  return fmt::format("{} {:.1f} GB/s at {} (spread {:.1f}%)", name, p.gigabytes_per_second,
+                     bench::format_bytes(p.at_bytes), p.spread * 100.0);
+}
+
+/// "link floor 5.123 ms, bound by: both directions at 100.3 GB/s; peaks: H2D ..., D2H ..., both ...".
+inline std::string link_floor_line(const bench::link_floor& f) {
+  return fmt::format("link floor {:.3f} ms, {}; peaks: {}, {}, {}", f.ms, bound_by_text(f),
+                     peak_text("H2D", f.h2d), peak_text("D2H", f.d2h), peak_text("both directions", f.both));
+}
+
+/// "copies of 1 MiB, 4 MiB, 16 MiB, 64 MiB in trains of 256 MiB, 5 reps each".
+inline std::string link_sweep_text(const bench::link_sweep& sweep) {
+  std::string sizes;
+  for (const std::size_t size : sweep.sizes) sizes += (sizes.empty() ? "" : ", ") + bench::format_bytes(size);
+  return fmt::format("copies of {} in trains of {}, {} reps each", sizes,
+                     bench::format_bytes(sweep.train_bytes), sweep.reps);
+}
+
+/// The kernel for people: "y = 2x + 1".
 inline const char* kernel_words(const bench::workload_result& w) {
   return w.kind == bench::workload_kind::transfer_bound ? "y = 2x + 1" : "v = sinf(v) * cosf(v) + v, x100";
 }
@@ -41,12 +82,19 @@ inline const bench::variant_result& required(const bench::workload_result& w, be
   return *v;
 }
 
+/// The one-stream run.
 inline const bench::variant_result& sequential_of(const bench::workload_result& w) {
   return required(w, bench::variant_kind::sequential);
 }
 
+/// The fastest Pipeline of the sweep (or the default one).
 inline const bench::variant_result& best_of(const bench::workload_result& w) {
   return w.variants.at(w.best_pipeline);
+}
+
+/// The median host cost of issuing one chunk (us), or 0 when not measured.
+inline double host_cost_per_chunk_us(const bench::variant_result& v) {
+  return v.host_issue_per_chunk_us ? v.host_issue_per_chunk_us->median : 0.0;
 }
 
 /// A CUDA version number for people: 13000 -> "13.0".
@@ -67,10 +115,10 @@ inline std::string device_line(const bench::device_info& d) {
 /// "best Pipeline: NAME (N chunks), T ms = Rx the ... floor (F ms), Sx sequential".
 inline std::string best_line(const bench::workload_result& w) {
   const bench::variant_result& best = best_of(w);
-  const double floor_ms = floor_of(w).device_ms.median;
+  const double floor_time = floor_ms(w);
   return fmt::format("best Pipeline: {} ({} chunks), {:.3f} ms = {:.3f}x {} ({:.3f} ms), {:.3f}x sequential",
-                     best.name, best.chunks, best.device_ms.median, ratio(best.device_ms.median, floor_ms),
-                     floor_words(w), floor_ms,
+                     best.name, best.chunks, best.device_ms.median, ratio(best.device_ms.median, floor_time),
+                     floor_words(w), floor_time,
                      ratio(best.device_ms.median, sequential_of(w).device_ms.median));
 }
 

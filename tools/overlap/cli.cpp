@@ -21,6 +21,8 @@ Try:
   overlap simulate --h2d 30 --kernel 20 --d2h 30 --chunks 4 --streams 2
   overlap check examples/check/numba-dependency-racy.yaml
   overlap audit -- ./my_app             (needs a GPU: what kills its overlap)
+  overlap probe -o my-gpu.json          (needs a GPU: measure it into a device model)
+  overlap plan --bytes-in 256MiB --bytes-out 256MiB --kernel 0.3 --device my-gpu.json
   overlap device h100 > my-gpu.json)";
 
 // CLI11 messages can span lines; errors are one line.
@@ -41,7 +43,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   app.footer("Run 'overlap COMMAND --help' for a command's options and examples.");
   const Streams io{out, err};
   const std::vector<Subcommand> commands = {add_simulate(app, io), add_check(app, io),  add_trace(app, io),
-                                            add_audit(app, io),    add_device(app, io), add_bench(app, io)};
+                                            add_audit(app, io),    add_device(app, io), add_bench(app, io),
+                                            add_probe(app, io),    add_plan(app, io)};
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
   try {

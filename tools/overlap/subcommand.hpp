@@ -22,8 +22,10 @@ struct Subcommand {
 };
 
 Subcommand add_simulate(CLI::App& parent, Streams io);
+Subcommand add_plan(CLI::App& parent, Streams io);
 Subcommand add_device(CLI::App& parent, Streams io);
 Subcommand add_bench(CLI::App& parent, Streams io);
+Subcommand add_probe(CLI::App& parent, Streams io);
 Subcommand add_check(CLI::App& parent, Streams io);
 Subcommand add_trace(CLI::App& parent, Streams io);
 Subcommand add_audit(CLI::App& parent, Streams io);

@@ -8,9 +8,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "overlap/core/program.hpp"
 
 namespace overlap {
 
@@ -21,6 +25,17 @@ enum class queue_mapping : std::uint8_t {
   /// Fermi: one queue per engine (copy, compute) fed in host issue order; a
   /// blocked op at the head of a queue blocks everything behind it.
   per_engine,
+};
+
+/// Which ready copy a copy engine starts next when several streams have one.
+enum class copy_arbitration : std::uint8_t {
+  /// The one that became ready first (ties: host issue order).
+  earliest_ready,
+  /// The engine stays with the stream it served last while that stream has
+  /// a copy ready, then moves to the next stream in creation order that has
+  /// one: copies queued on several streams run stream by stream, not
+  /// interleaved (measured on an H100 by `overlap probe`).
+  stream_round_robin,
 };
 
 /// One point of a copy bandwidth curve: the effective rate at a size.
@@ -38,6 +53,44 @@ struct BandwidthCurve {
   [[nodiscard]] double at(std::uint64_t bytes) const;
 };
 
+/// How much slower each direction runs while the other runs too, at a copy size.
+struct BidirectionalPoint {
+  std::uint64_t bytes = 0;
+  double h2d_slowdown = 1.0;  ///< >= 1
+  double d2h_slowdown = 1.0;  ///< >= 1
+};
+
+/// Host cost of each kind of runtime call, measured by `overlap probe`
+/// (milliseconds per call). A call of a kind not listed costs api_call_cost.
+struct HostCallCosts {
+  std::optional<double> copy;          ///< cudaMemcpyAsync
+  std::optional<double> launch;        ///< a kernel launch
+  std::optional<double> record;        ///< cudaEventRecord
+  std::optional<double> wait;          ///< cudaStreamWaitEvent
+  std::optional<double> graph_launch;  ///< cudaGraphLaunch
+};
+
+/// Host memcpy rate from pageable into pinned memory with `threads` threads:
+/// the floor of staging pageable data through pinned buffers.
+struct StagingPoint {
+  std::uint32_t threads = 1;
+  double gigabytes_per_second = 0.0;
+};
+
+/// Where, when and how well a model was measured (`overlap probe`).
+struct ProbeRecord {
+  std::string device;    ///< the GPU's name
+  std::string driver;    ///< "13.0" (cudaDriverGetVersion)
+  std::string runtime;   ///< "13.0" (cudaRuntimeGetVersion)
+  std::string date;      ///< UTC, "2026-11-23 14:05"
+  bool quick = false;    ///< measured with --quick
+  double seconds = 0.0;  ///< how long the probe took
+  /// Each measured figure's spread, (max - min) / median over its repetitions.
+  std::map<std::string, double> spread;
+  /// Every measurement, as JSON text (kept so a model file can be re-fitted).
+  std::string raw;
+};
+
 /// A device as the simulator sees it. All times are milliseconds.
 struct DeviceModel {
   std::string name = "custom";
@@ -48,14 +101,23 @@ struct DeviceModel {
   std::uint32_t hardware_queues = 8;
   /// False: one copy engine serves both directions, one copy at a time.
   bool copy_engine_per_direction = true;
+  /// How a copy engine picks among ready copies of different streams.
+  copy_arbitration arbitration = copy_arbitration::earliest_ready;
   /// Largest number of kernels resident at once (1 = no concurrent kernels).
   std::uint32_t max_concurrent_kernels = 128;
+  /// True: running kernels share the SMs' throughput, each asking its
+  /// gpu_share and slowed when the asks exceed the GPU (src/sim/sm_sharing);
+  /// false: a kernel takes min(gpu_share, what is free) and runs at full
+  /// speed, and none starts while the GPU is full. Probed models set it.
+  bool kernels_share_sms = false;
   /// Fermi: kernels launched back to back on different streams signal their
   /// completion only when the last of them finishes.
   bool kernel_signal_waits_for_batch = false;
 
-  /// Host cost of issuing one API call.
+  /// Host cost of issuing one API call (of a kind host_calls does not give).
   double api_call_cost = 0.0;
+  /// Measured host cost per kind of call.
+  HostCallCosts host_calls;
   /// Delay between a kernel becoming runnable and starting.
   double kernel_launch_latency = 0.0;
   /// Fixed start-up cost added to every copy and memset.
@@ -68,6 +130,11 @@ struct DeviceModel {
   /// returning from the call (a synchronous copy, a synchronize). Measured
   /// by `overlap audit` from the trace it audits; 0 in the presets.
   double host_wakeup_latency = 0.0;
+  /// True: an op that was already waiting when its engine freed starts
+  /// without kernel_launch_latency / copy_start_latency (the engine fetched
+  /// it while the op before ran); only an op that arrives at an idle engine
+  /// pays its start latency. Probed models set it; presets keep false.
+  bool start_latency_hidden_when_queued = false;
 
   BandwidthCurve h2d_pinned;
   BandwidthCurve d2h_pinned;
@@ -79,6 +146,22 @@ struct DeviceModel {
   /// Slowdown of an H2D copy while a D2H copy runs (and vice versa): >= 1.
   double h2d_slowdown_when_bidirectional = 1.0;
   double d2h_slowdown_when_bidirectional = 1.0;
+  /// The same by copy size (interpolated like a BandwidthCurve, strictly
+  /// increasing bytes); when given it replaces the two figures above. Small
+  /// copies lose more to the other direction than large ones (probed: 1.27x
+  /// at 256 KiB, 1.09x at 16 MiB on an H100).
+  std::vector<BidirectionalPoint> bidirectional;
+  /// The slowdown of a copy of `bytes` in `direction` while the other direction runs.
+  [[nodiscard]] double bidirectional_slowdown(copy_direction direction, std::uint64_t bytes) const;
+
+  /// Host pageable->pinned copy rates by thread count (probed; empty in presets).
+  std::vector<StagingPoint> host_staging;
+  /// cudaHostRegister / cudaHostUnregister cost per GiB (probed; empty in presets).
+  std::optional<double> host_register_ms_per_gib;
+  std::optional<double> host_unregister_ms_per_gib;
+
+  /// Set when `overlap probe` measured the model.
+  std::optional<ProbeRecord> probe;
 
   /// Names of the built-in presets.
   [[nodiscard]] static std::vector<std::string> preset_names();
@@ -88,6 +171,8 @@ struct DeviceModel {
   [[nodiscard]] static DeviceModel from_json(std::string_view text);
   /// A preset name, or a path to a JSON file.
   [[nodiscard]] static DeviceModel load(std::string_view preset_or_path);
+  /// Host cost of issuing an op of `kind` (host_calls, else api_call_cost).
+  [[nodiscard]] double call_cost(op_kind kind) const noexcept;
   /// The model as indented JSON, readable by from_json.
   [[nodiscard]] std::string to_json() const;
 

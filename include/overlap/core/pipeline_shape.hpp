@@ -4,7 +4,9 @@
 // processed and copied out on one of N streams (chunk c on stream c mod N),
 // issued depth-first (chunk by chunk) or breadth-first (stage by stage within
 // each round of N chunks). Stage costs are totals for the whole data, split
-// evenly over the chunks (bytes with the remainder on the first chunks).
+// evenly over the chunks (bytes with the remainder on the first chunks), or
+// in proportion to each chunk's bytes under a chunk schedule; a kernel may
+// instead be priced per chunk by a KernelCost curve.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "overlap/core/kernel_cost.hpp"
 #include "overlap/core/program.hpp"
 
 namespace overlap {
@@ -20,6 +23,10 @@ namespace overlap {
 enum class issue_order : std::uint8_t {
   depth_first,    ///< H2D, kernel, D2H of chunk 0, then of chunk 1, ...
   breadth_first,  ///< per round of N chunks: every H2D, then every kernel, then every D2H
+  /// The classic study's breadth-first: every H2D of every chunk, then every
+  /// kernel, then every D2H. Each chunk keeps its own device slot until its
+  /// D2H, so the ring holds every chunk (ring_depth 0 or >= chunks).
+  stage_first,
 };
 
 /// A chunked pipeline, described by its totals.
@@ -42,6 +49,17 @@ struct PipelineShape {
   /// fixed chunk size splits real data; when zero, bytes split evenly.
   std::uint64_t h2d_chunk_bytes = 0;
   std::uint64_t d2h_chunk_bytes = 0;
+  /// When not empty, the input bytes of each chunk, which may vary along the
+  /// run (small chunks first to start the downloads early, say): it must add
+  /// up to h2d_bytes, every entry > 0, and `chunks` must equal its size or
+  /// be left at 1. Each chunk's output is its share of d2h_bytes (rounded so
+  /// the chunks add up exactly), and a stage given as a total time is split
+  /// in the same proportion. Not with h2d_chunk_bytes or d2h_chunk_bytes.
+  std::vector<std::uint64_t> chunk_schedule;
+  /// When set (instead of kernel_time), each chunk's kernel takes
+  /// kernel_cost->time(its input bytes): a launch is not free, and a chunk
+  /// that fills part of a wave costs a whole one. Needs h2d_bytes.
+  std::optional<KernelCost> kernel_cost;
   host_memory memory = host_memory::pinned;
   double kernel_gpu_share = 1.0;  ///< in (0, 1]
 
@@ -59,12 +77,15 @@ struct PipelineShape {
   std::string name;
 };
 
-/// Parses "depth"/"depth-first"/"breadth"/"breadth-first"; throws invalid_input.
+/// Parses "depth"/"depth-first"/"breadth"/"breadth-first"/"stage"/"stage-first"; throws invalid_input.
 [[nodiscard]] issue_order parse_issue_order(std::string_view text);
 [[nodiscard]] std::string_view to_string(issue_order order) noexcept;
 
 /// The ring depth actually used: shape.ring_depth, or one slot per stream.
 [[nodiscard]] std::uint32_t effective_ring_depth(const PipelineShape& shape) noexcept;
+
+/// Chunks the shape has: the schedule's size when there is one, else `chunks`.
+[[nodiscard]] std::uint32_t effective_chunks(const PipelineShape& shape) noexcept;
 
 /// Bytes and offset of one chunk of a copy stage of `total` bytes.
 struct ChunkExtent {
@@ -76,9 +97,36 @@ struct ChunkExtent {
 [[nodiscard]] ChunkExtent chunk_extent(std::uint64_t total, std::uint32_t chunks, std::uint64_t fixed,
                                        std::uint32_t chunk) noexcept;
 
+/// Where one chunk's input and output lie in the host buffers.
+struct ChunkBytes {
+  ChunkExtent in;
+  ChunkExtent out;
+};
+/// Every chunk's input and output extents (of a shape make_pipeline_program accepts).
+[[nodiscard]] std::vector<ChunkBytes> chunk_bytes(const PipelineShape& shape);
+
+/// Device memory the ring takes: ring depth x (largest chunk in + largest
+/// chunk out). Every slot is sized for the largest chunk, since a varying
+/// schedule passes chunks of every size through each slot.
+[[nodiscard]] std::uint64_t ring_bytes(const PipelineShape& shape);
+
+/// `total` bytes cut into chunks of `chunk` bytes, the last one taking the
+/// rest. Throws invalid_input when total or chunk is 0.
+[[nodiscard]] std::vector<std::uint64_t> uniform_schedule(std::uint64_t total, std::uint64_t chunk);
+
+/// `total` bytes in chunks that start at `small`, double up to `large`, stay
+/// at `large` (the middle split evenly into chunks of at most `large`) and
+/// halve back down to `small` at the end: the first upload and the last
+/// download are short, the steady state pays little per-op overhead. When
+/// total is too small for the whole ramp it keeps the steps that fit.
+/// Throws invalid_input unless 0 < small <= large and total > 0.
+[[nodiscard]] std::vector<std::uint64_t> ramp_schedule(std::uint64_t total, std::uint64_t small,
+                                                       std::uint64_t large);
+
 /// Builds the Program; throws overlap::invalid_input naming the bad field
 /// (chunks, streams, item_names, h2d_time, kernel_time, d2h_time,
-/// kernel_gpu_share, ring_depth, h2d_chunk_bytes, d2h_chunk_bytes).
+/// kernel_gpu_share, ring_depth, h2d_chunk_bytes, d2h_chunk_bytes,
+/// chunk_schedule, kernel_cost).
 [[nodiscard]] Program make_pipeline_program(const PipelineShape& shape);
 
 }  // namespace overlap

@@ -5,7 +5,8 @@
 //   sincos: v = sinf(v) * cosf(v) + v, 100 times (compute-bound)
 //
 // Both are grid-stride loops of 256-thread blocks, launched on the given
-// stream; a launch error throws overlap::cuda_error.
+// stream; a launch error throws overlap::cuda_error. Each is defined with its
+// workload: src/bench/transfer_bound.cu and src/bench/compute_bound.cu.
 #pragma once
 
 #include <cuda_runtime_api.h>

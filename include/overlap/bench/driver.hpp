@@ -1,0 +1,191 @@
+// overlap::bench: the two workloads of HARDWARE.md, run on the GPU in every
+// variant `overlap bench` compares, with their floors, timed and verified.
+//
+// A variant is one complete H2D -> kernel -> D2H over the whole data: the
+// seeds' one-stream baseline, their hand-written two-stream split, and
+// cuda::Pipeline (default options and a chunk x stream sweep). A floor is
+// what no schedule beats: for the transfer-bound workload the link floor
+// (link_floor.hpp: the link's peak rates, measured by a size sweep in the
+// same run), for the compute-bound one the kernel alone. Whole-buffer copies
+// (one direction alone, both at once) are measured too, for information.
+// Every run is timed with CUDA events on a clock stream, from just
+// before the host starts issuing to just after the host has seen the last op
+// complete (the same bracket for every variant and floor, so Pipeline, whose
+// streams are its own, is timed like the rest). The output buffer is filled
+// with NaN (by the device, so the CPU's caches hold none of it when the run's
+// D2H writes it) before every run of a variant, and every element is checked
+// on the host after it; a wrong element throws wrong_output.
+//
+// Library code: it prints nothing; progress goes to a callback. The
+// implementation is in src/bench/, one file per workload and per part.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "overlap/bench/link_floor.hpp"
+#include "overlap/core/error.hpp"
+#include "overlap/core/program.hpp"
+#include "overlap/core/timeline.hpp"
+
+namespace overlap::bench {
+
+/// The GPU the benchmark runs on.
+struct device_info {
+  int ordinal = 0;                      ///< cudaGetDevice
+  std::string name;                     ///< "NVIDIA H100 80GB HBM3"
+  int compute_major = 0;                ///< compute capability, major
+  int compute_minor = 0;                ///< compute capability, minor
+  int sm_count = 0;                     ///< streaming multiprocessors
+  int async_engine_count = 0;           ///< copy engines: 2 or more lets H2D and D2H overlap
+  std::size_t global_memory_bytes = 0;  ///< device memory
+  int driver_version = 0;               ///< cudaDriverGetVersion, e.g. 13000
+  int runtime_version = 0;              ///< cudaRuntimeGetVersion
+};
+
+/// Describes the current device; throws cuda_error.
+[[nodiscard]] device_info query_device();
+
+/// The two workloads of HARDWARE.md.
+enum class workload_kind {
+  transfer_bound,  ///< y = 2x + 1: one read, one write per element
+  compute_bound,   ///< v = sinf(v) * cosf(v) + v, 100 times per element
+};
+/// "transfer-bound", "compute-bound".
+[[nodiscard]] std::string_view to_string(workload_kind kind) noexcept;
+
+/// One workload and the Pipeline sweep to run over it.
+struct workload_config {
+  workload_kind kind = workload_kind::transfer_bound;  ///< which workload
+  std::size_t elements = 0;                            ///< floats in (and out)
+  std::vector<std::size_t> chunk_bytes;                ///< sweep: Pipeline chunk sizes
+  std::vector<unsigned> stream_counts;                 ///< sweep: Pipeline stream counts
+};
+
+/// What run_benchmark measures, and how often.
+struct bench_config {
+  std::vector<workload_config> workloads;  ///< measured in this order
+  unsigned warmup = 2;                     ///< untimed runs before the timed ones, per variant
+  unsigned reps = 15;                      ///< timed runs per variant
+  std::uint64_t seed = 20261122;           ///< of the random input data
+  link_sweep link;                         ///< the sweep behind each transfer-bound workload's floor
+};
+
+/// What a measured row is.
+enum class variant_kind {
+  floor_h2d,              ///< the whole input H2D, one copy (for information: see link_floor)
+  floor_d2h,              ///< the whole output D2H, one copy (for information)
+  floor_both_directions,  ///< H2D and an equal D2H on two streams, started together (for information)
+  floor_kernel,           ///< the kernel over the whole data, already on the device
+  sequential,             ///< one stream: H2D whole, kernel, D2H whole
+  two_stream,             ///< the seeds' split: two halves, each H2D/kernel/D2H on its own stream
+  pipeline_default,       ///< cuda::Pipeline with default options
+  pipeline,               ///< cuda::Pipeline with a chunk size and stream count from the sweep
+  pipeline_recorded,      ///< the best Pipeline configuration with recording::on
+  pipeline_graph,         ///< the best configuration captured once into a CUDA graph, replayed
+  chunk_loop,             ///< the best configuration's chunks issued by a bare hand-written loop
+};
+/// "floor_h2d", "sequential", ...: a stable key for JSON.
+[[nodiscard]] std::string_view to_string(variant_kind kind) noexcept;
+
+/// Median, extremes and every sample, in the samples' unit.
+struct stats {
+  double median = 0.0;          ///< of an even count: the mean of the middle two
+  double min = 0.0;             ///< smallest sample
+  double max = 0.0;             ///< largest sample
+  std::vector<double> samples;  ///< in the order taken
+};
+/// Summarizes `samples` (empty gives zeros).
+[[nodiscard]] stats summarize(std::vector<double> samples);
+
+/// One measured variant or floor.
+struct variant_result {
+  variant_kind kind = variant_kind::sequential;  ///< what the row is
+  std::string name;                              ///< for people: "pipeline chunk 4 MiB x 4 streams"
+  std::size_t chunk_bytes = 0;                   ///< input bytes per chunk (the whole input when not chunked)
+  unsigned streams = 1;                          ///< streams the run used
+  std::size_t chunks = 1;                        ///< pieces the data went in
+  stats device_ms;                               ///< CUDA events around each timed run
+  stats host_ms;                                 ///< the same runs on the host's steady clock
+  /// Host time spent issuing a run's ops (Pipeline: run_report.host_issue_ms;
+  /// a graph: its launch; the bare loop: the loop), and that divided by the chunks (in us).
+  std::optional<stats> host_issue_ms;
+  std::optional<stats> host_issue_per_chunk_us;  ///< host_issue_ms per chunk, in us
+  std::size_t device_bytes = 0;                  ///< Pipeline only: its ring's device memory
+  bool verified = false;                         ///< every element of every run (warm-up too) checked
+};
+
+/// Everything measured for one workload.
+struct workload_result {
+  workload_kind kind = workload_kind::transfer_bound;  ///< which workload
+  std::size_t elements = 0;                            ///< floats in (and out)
+  std::size_t bytes = 0;                               ///< bytes in (the same out)
+  /// Transfer-bound only: the floor its ratios and verdicts use, from the
+  /// link's peak rates measured in the same run.
+  std::optional<link_floor> link;
+  /// Measured floors: the whole-buffer copies and the kernel alone.
+  std::vector<variant_result> floors;
+  std::vector<variant_result> variants;  ///< sequential, two_stream, pipeline_default, the sweep
+  std::size_t best_pipeline = 0;         ///< index in variants: the fastest Pipeline by median
+  /// The best configuration measured again, alternating run by run: issued
+  /// directly, with recording on, replayed as a CUDA graph, and as a bare loop.
+  std::optional<variant_result> best_again;
+  std::optional<variant_result> best_recorded;  ///< ... with recording::on
+  std::optional<variant_result> best_graph;     ///< ... captured once, replayed (pipeline_graph)
+  std::optional<variant_result> best_loop;      ///< ... as a bare hand-written loop (chunk_loop)
+  /// Host milliseconds Pipeline::capture took for the graph (capture, instantiate, upload), once.
+  double graph_setup_ms = 0.0;
+  /// The measured Timeline of the last recorded run of the best configuration.
+  std::optional<Timeline> best_timeline;
+  /// The Program that run issued (its ops are the Timeline's spans), for
+  /// predicting the same run with the simulator.
+  std::optional<Program> best_program;
+
+  /// The floor of that kind; throws overlap::error when absent.
+  [[nodiscard]] const variant_result& floor(variant_kind wanted) const;
+  /// The first variant of that kind, or nullptr.
+  [[nodiscard]] const variant_result* find(variant_kind wanted) const noexcept;
+};
+
+/// Everything run_benchmark measured, and the settings it measured with.
+struct bench_result {
+  device_info device;                      ///< where it ran
+  unsigned warmup = 0;                     ///< untimed runs per row
+  unsigned reps = 0;                       ///< timed runs per row
+  link_sweep link;                         ///< the sweep behind the link floors
+  std::vector<workload_result> workloads;  ///< in bench_config's order
+};
+
+/// A variant wrote a wrong element (or left one unwritten: the NaN poison).
+class wrong_output : public error {
+ public:
+  /// `what` names the workload, the variant, the run and the element.
+  wrong_output(const std::string& what, std::size_t index) : error(what), index_(index) {}
+  /// The first wrong element.
+  [[nodiscard]] std::size_t index() const noexcept { return index_; }
+
+ private:
+  std::size_t index_;
+};
+
+/// Called before each measured row (and before each link sweep): its 1-based
+/// number, the number of steps, and what it is.
+using progress_callback = std::function<void(std::size_t step, std::size_t steps, const std::string& what)>;
+
+/// Steps run_benchmark will take for `config`: its rows and link sweeps (for progress).
+[[nodiscard]] std::size_t count_steps(const bench_config& config) noexcept;
+
+/// Runs every workload of `config` on the current device. Throws
+/// wrong_output, cuda_error, pipeline_error, or invalid_input naming the bad
+/// field of `config`.
+[[nodiscard]] bench_result run_benchmark(const bench_config& config, const progress_callback& progress);
+
+/// "256 KiB", "4 MiB", "1.5 MiB", "100 B".
+[[nodiscard]] std::string format_bytes(std::size_t bytes);
+
+}  // namespace overlap::bench

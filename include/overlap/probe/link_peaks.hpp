@@ -1,0 +1,44 @@
+// overlap::probe::measure_link_peaks: the copy rates the host<->device link
+// sustains at its best, per direction and with both directions at once.
+//
+// A floor must be a rate the hardware really reaches, not one copy's time
+// with its start-up included: each size of the sweep is a train of
+// back-to-back copies queued behind a spin kernel that holds the GPU while
+// the host enqueues them (so enqueue cost stays out), timed with events from
+// the first copy to the last. A direction's peak is the best median rate over
+// the sizes. Pinned host memory throughout.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace overlap::probe {
+
+/// What to sweep.
+struct link_peak_options {
+  /// Bytes per copy; each size is timed as a train of copies moving at least
+  /// train_bytes. Default: 1, 4, 16 and 64 MiB.
+  std::vector<std::size_t> sizes;
+  std::size_t train_bytes = std::size_t{256} << 20;
+  unsigned reps = 5;  ///< timed trains per size and direction (median taken)
+};
+
+/// A peak rate and where the sweep found it.
+struct link_rate {
+  double gigabytes_per_second = 0.0;  ///< the best median over the sizes; 1 GB = 1e9 bytes
+  std::size_t at_bytes = 0;           ///< the copy size of that median
+  double spread = 0.0;                ///< (max - min) / median of that size's reps
+};
+
+/// Peak H2D, peak D2H, and peak total (H2D + D2H bytes) with both running at once.
+struct link_peaks {
+  link_rate h2d;
+  link_rate d2h;
+  link_rate both;
+};
+
+/// Measures on the current device; throws overlap::cuda::cuda_error, or
+/// overlap::invalid_input for an empty size, zero reps or zero train bytes.
+[[nodiscard]] link_peaks measure_link_peaks(const link_peak_options& options = {});
+
+}  // namespace overlap::probe

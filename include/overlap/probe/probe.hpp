@@ -1,0 +1,135 @@
+// overlap::probe: measure the current GPU the way the simulator needs it.
+//
+// run_probe() times, on the current device: copy trains per direction and
+// host memory kind over a size sweep, one copy alone (its start-up), both
+// directions at once, two streams copying the same direction, how the copy
+// engine orders copies queued on several streams, per-call host costs, the
+// delay before an op that waited for another engine starts, event timing
+// overhead, how many streams run kernels at once (hardware queues), host
+// pageable->pinned copy rates by thread count and cudaHostRegister's cost.
+// The GPU is held by a spin kernel while each train is queued, so the host's
+// enqueue cost stays out of the copy timings. model_from_probe() turns the
+// measurements into a DeviceModel with the probe's spread attached.
+//
+// Library code: it prints nothing; progress goes to a callback.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "overlap/core/device_model.hpp"
+#include "overlap/probe/link_peaks.hpp"
+
+namespace overlap::probe {
+
+/// How long and how finely to measure.
+struct probe_options {
+  /// A smaller sweep and fewer repetitions (under 20 s on an H100).
+  bool quick = false;
+  /// Called before each step: its 1-based number, the number of steps, what it measures.
+  std::function<void(std::size_t step, std::size_t steps, const std::string& what)> progress;
+};
+
+/// A median with its spread, in the unit of the field that holds it.
+struct measured {
+  double median = 0.0;
+  double min = 0.0;
+  double max = 0.0;
+  /// (max - min) / median; 0 for one sample.
+  [[nodiscard]] double spread() const noexcept { return median > 0.0 ? (max - min) / median : 0.0; }
+};
+/// Summarizes samples; throws overlap::error when there are none.
+[[nodiscard]] measured summarize(std::vector<double> samples);
+
+/// One size of a copy sweep.
+struct copy_point {
+  std::size_t bytes = 0;
+  measured train_ms;  ///< per copy, in a train of back-to-back copies queued behind a held GPU
+  measured alone_ms;  ///< one copy on an idle stream, events around it (start-up included)
+};
+
+/// A copy sweep for one direction and host memory kind.
+struct copy_sweep {
+  std::vector<copy_point> points;
+};
+
+/// Both directions at once at one size: each direction's per-copy time in trains running together.
+struct bidirectional_point {
+  std::size_t bytes = 0;
+  measured h2d_ms;
+  measured d2h_ms;
+};
+
+/// Copies queued on several streams in one direction, released at once:
+/// the order and times they finished in.
+struct arbitration_run {
+  unsigned streams = 0;
+  unsigned copies_per_stream = 0;
+  std::size_t bytes = 0;
+  std::string issue;  ///< "depth-first" (stream by stream) or "breadth-first" (copy by copy)
+  /// (stream, copy index) in the order they finished.
+  std::vector<std::pair<unsigned, unsigned>> finish_order;
+  std::vector<double> finish_ms;  ///< from the release, same order
+};
+
+/// Host time of one runtime call, issued many times while the GPU is held.
+struct host_call_costs {
+  measured copy_ms;          ///< cudaMemcpyAsync, 4 KiB, pinned
+  measured launch_ms;        ///< an empty kernel
+  measured record_ms;        ///< cudaEventRecord
+  measured wait_ms;          ///< cudaStreamWaitEvent
+  measured graph_launch_ms;  ///< cudaGraphLaunch of a 3-node graph
+};
+
+/// Host memcpy from pageable into pinned memory with N threads.
+struct staging_point {
+  unsigned threads = 0;
+  measured gigabytes_per_second;
+};
+
+/// Everything run_probe measured.
+struct probe_measurements {
+  std::string device;  ///< cudaDeviceProp::name
+  int driver_version = 0;
+  int runtime_version = 0;
+  int sm_count = 0;
+  int async_engine_count = 0;
+  std::string date;  ///< UTC, "2026-11-23 14:05"
+  bool quick = false;
+  double seconds = 0.0;  ///< how long the probe took
+
+  copy_sweep h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable;
+  copy_sweep d2d, memset;  ///< device-to-device copies and memsets (train_ms only)
+  std::vector<bidirectional_point> bidirectional;
+  /// Aggregate rate of two streams copying H2D at once over one stream's (1: one engine serves them).
+  measured same_direction_speedup;
+  std::vector<arbitration_run> arbitration;
+  host_call_costs calls;
+  measured copy_start_ms;    ///< a copy that waited for a kernel: beyond its train time
+  measured kernel_start_ms;  ///< an empty kernel that waited for a copy: its span
+  measured kernel_train_ms;  ///< an empty kernel per kernel in a back-to-back train
+  measured event_ms;         ///< two event records back to back on an idle stream
+  unsigned streams_tried = 0;
+  unsigned concurrent_kernels = 0;  ///< most 1-block kernels of different streams seen running at once
+  unsigned max_connections = 0;     ///< CUDA_DEVICE_MAX_CONNECTIONS in force (8 when unset)
+  std::vector<staging_point> staging;
+  measured register_ms_per_gib;    ///< cudaHostRegister
+  measured unregister_ms_per_gib;  ///< cudaHostUnregister
+  link_peaks peaks;
+};
+
+/// Measures the current device; throws cuda_error, or overlap::error when
+/// there is no CUDA device ("no CUDA device").
+[[nodiscard]] probe_measurements run_probe(const probe_options& options);
+
+/// The DeviceModel the measurements describe (name: the device's), with a
+/// ProbeRecord of where and when, and every figure's spread.
+[[nodiscard]] DeviceModel model_from_probe(const probe_measurements& m);
+
+/// The measurements as JSON (kept in the model file under probe.raw).
+[[nodiscard]] std::string to_json(const probe_measurements& m);
+
+}  // namespace overlap::probe

@@ -1,0 +1,94 @@
+// The best configuration again, four ways alternating run by run: issued
+// directly, with recording on (its overhead, and a measured Timeline of the
+// best run), captured once into a CUDA graph and replayed (the host cost of
+// a run becomes one launch), and as a bare loop of the same runtime calls.
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "workload_bench.hpp"
+
+namespace overlap::bench::detail {
+
+// The best configuration's chunks issued by a bare loop on `streams`, each
+// chunk in its own part of the whole-size device buffers: the runtime's
+// own host cost for these calls, with no Pipeline around them.
+run_info workload_bench::chunk_loop(std::vector<cuda::stream>& streams, std::size_t chunk_bytes) {
+  const std::size_t chunk = chunk_bytes / sizeof(float);
+  const std::size_t chunks = (elements_ + chunk - 1) / chunk;
+  const auto started = host_clock::now();
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const std::size_t offset = c * chunk;
+    const std::size_t count = std::min(chunk, elements_ - offset);
+    issue_chunk(offset, count, streams[c % streams.size()], {"bare loop H2D", "bare loop D2H"});
+  }
+  run_info info;
+  info.host_issue_ms = milliseconds_since(started);
+  for (cuda::stream& s : streams) s.synchronize();
+  info.chunks = chunks;
+  info.chunk_bytes = chunk_bytes;
+  info.streams = static_cast<unsigned>(streams.size());
+  return info;
+}
+
+void workload_bench::measure_best_again(workload_result& result) {
+  const variant_result& best = result.variants[result.best_pipeline];
+  cuda::pipeline_options options;
+  if (best.kind == variant_kind::pipeline) {
+    options.chunk_bytes = best.chunk_bytes;
+    options.streams = best.streams;
+  }
+  announce_("best pipeline (" + best.name + "): direct, recorded, graph replay, bare loop");
+  pipeline off(options);
+  cuda::pipeline_options recording = options;
+  recording.record = cuda::recording::on;
+  pipeline on(recording);
+  std::optional<Timeline> last;
+  std::optional<Program> last_program;
+  const runner recorded = [this, &on, &last, &last_program](const cuda::event&) {
+    cuda::run_report report = on.run(input(), out_.span(), stage_);
+    const run_info info = info_of(report);
+    last = std::move(report.timeline);
+    last_program = std::move(report.program);
+    return info;
+  };
+  const auto capture_started = host_clock::now();
+  cuda::pipeline_graph graph = pipeline(options).capture(input(), out_.span(), stage_);
+  result.graph_setup_ms = milliseconds_since(capture_started);
+  const runner replayed = [&graph](const cuda::event&) {
+    const cuda::replay_report replay = graph.replay();
+    run_info info = info_of(graph.captured());
+    info.host_issue_ms = replay.host_launch_ms;
+    return info;
+  };
+  std::vector<cuda::stream> loop_streams;
+  for (unsigned i = 0; i < best.streams; ++i) {
+    loop_streams.emplace_back(cuda::stream::options{cuda::stream_sync::non_blocking, 0});
+  }
+  const runner loop = [this, &loop_streams, &best](const cuda::event&) {
+    return chunk_loop(loop_streams, best.chunk_bytes);
+  };
+
+  std::vector<row_samples> rows(4);
+  rows[0].result.kind = best.kind;
+  rows[0].result.name = best.name + ", again";
+  rows[1].result.kind = variant_kind::pipeline_recorded;
+  rows[1].result.name = best.name + ", recording on";
+  rows[2].result.kind = variant_kind::pipeline_graph;
+  rows[2].result.name = best.name + ", graph replay";
+  rows[3].result.kind = variant_kind::chunk_loop;
+  rows[3].result.name = "bare loop, same chunks";
+  std::vector<variant_result> measured =
+      measure(std::move(rows), {pipeline_runner(off), recorded, replayed, loop}, true);
+  result.best_again = std::move(measured[0]);
+  result.best_recorded = std::move(measured[1]);
+  result.best_graph = std::move(measured[2]);
+  result.best_loop = std::move(measured[3]);
+  if (last) {
+    last->program_name = std::string(to_string(workload_.kind)) + ": " + best.name + " (recorded)";
+    result.best_timeline = std::move(last);
+    result.best_program = std::move(last_program);
+  }
+}
+
+}  // namespace overlap::bench::detail

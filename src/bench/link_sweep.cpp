@@ -1,0 +1,25 @@
+// measure_link_floor: the probe's peak rates, turned into the bench's floor.
+#include "link_sweep.hpp"
+
+#include "overlap/probe/link_peaks.hpp"
+
+namespace overlap::bench::detail {
+
+namespace {
+
+link_peak peak_of(const probe::link_rate& rate) {
+  return {rate.gigabytes_per_second, rate.at_bytes, rate.spread};
+}
+
+}  // namespace
+
+link_floor measure_link_floor(const link_sweep& sweep, std::size_t bytes_in, std::size_t bytes_out) {
+  probe::link_peak_options options;
+  options.sizes = sweep.sizes;
+  options.train_bytes = sweep.train_bytes;
+  options.reps = sweep.reps;
+  const probe::link_peaks peaks = probe::measure_link_peaks(options);
+  return make_link_floor(peak_of(peaks.h2d), peak_of(peaks.d2h), peak_of(peaks.both), bytes_in, bytes_out);
+}
+
+}  // namespace overlap::bench::detail

@@ -1,0 +1,43 @@
+// The names of workloads and rows, and byte counts for people.
+#include <fmt/format.h>
+
+#include "overlap/bench/driver.hpp"
+
+namespace overlap::bench {
+
+std::string_view to_string(workload_kind kind) noexcept {
+  return kind == workload_kind::transfer_bound ? "transfer-bound" : "compute-bound";
+}
+
+std::string_view to_string(variant_kind kind) noexcept {
+  switch (kind) {
+    case variant_kind::floor_h2d: return "floor_h2d";
+    case variant_kind::floor_d2h: return "floor_d2h";
+    case variant_kind::floor_both_directions: return "floor_both_directions";
+    case variant_kind::floor_kernel: return "floor_kernel";
+    case variant_kind::sequential: return "sequential";
+    case variant_kind::two_stream: return "two_stream";
+    case variant_kind::pipeline_default: return "pipeline_default";
+    case variant_kind::pipeline: return "pipeline";
+    case variant_kind::pipeline_recorded: return "pipeline_recorded";
+    case variant_kind::pipeline_graph: return "pipeline_graph";
+    case variant_kind::chunk_loop: return "chunk_loop";
+  }
+  return "unknown";
+}
+
+std::string format_bytes(std::size_t bytes) {
+  constexpr std::size_t KiB = 1024;
+  constexpr std::size_t MiB = KiB * 1024;
+  constexpr std::size_t GiB = MiB * 1024;
+  const auto scaled = [bytes](std::size_t unit, const char* suffix) {
+    if (bytes % unit == 0) return fmt::format("{} {}", bytes / unit, suffix);
+    return fmt::format("{:.3g} {}", static_cast<double>(bytes) / static_cast<double>(unit), suffix);
+  };
+  if (bytes >= GiB) return scaled(GiB, "GiB");
+  if (bytes >= MiB) return scaled(MiB, "MiB");
+  if (bytes >= KiB) return scaled(KiB, "KiB");
+  return std::to_string(bytes) + " B";
+}
+
+}  // namespace overlap::bench

@@ -1,0 +1,60 @@
+// cuda::Pipeline over the workload: default options, then every chunk size x
+// stream count of the sweep; the fastest by median is the best configuration.
+#include <limits>
+#include <utility>
+
+#include "workload_bench.hpp"
+
+namespace overlap::bench::detail {
+
+namespace {
+
+std::string pipeline_name(std::size_t chunk_bytes, unsigned streams) {
+  return "pipeline chunk " + format_bytes(chunk_bytes) + " x " + std::to_string(streams) + " streams";
+}
+
+}  // namespace
+
+run_info workload_bench::info_of(const cuda::run_report& report) {
+  run_info info;
+  info.host_issue_ms = report.host_issue_ms;
+  info.chunks = report.chunks;
+  info.chunk_bytes = report.chunk_bytes;
+  info.streams = report.streams;
+  info.device_bytes = report.device_bytes;
+  return info;
+}
+
+runner workload_bench::pipeline_runner(pipeline& p) {
+  return [this, &p](const cuda::event&) { return info_of(p.run(input(), out_.span(), stage_)); };
+}
+
+variant_result workload_bench::measure_pipeline(variant_kind kind, std::string name,
+                                                const cuda::pipeline_options& options) {
+  pipeline p(options);
+  return measure_one(kind, std::move(name), pipeline_runner(p), true);
+}
+
+void workload_bench::measure_pipelines(workload_result& result) {
+  result.variants.push_back(measure_pipeline(variant_kind::pipeline_default, "pipeline (default)", {}));
+  for (const std::size_t chunk : workload_.chunk_bytes) {
+    for (const unsigned streams : workload_.stream_counts) {
+      cuda::pipeline_options options;
+      options.chunk_bytes = chunk;
+      options.streams = streams;
+      result.variants.push_back(
+          measure_pipeline(variant_kind::pipeline, pipeline_name(chunk, streams), options));
+    }
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < result.variants.size(); ++i) {
+    const variant_result& v = result.variants[i];
+    const bool is_pipeline = v.kind == variant_kind::pipeline_default || v.kind == variant_kind::pipeline;
+    if (is_pipeline && v.device_ms.median < best) {
+      best = v.device_ms.median;
+      result.best_pipeline = i;
+    }
+  }
+}
+
+}  // namespace overlap::bench::detail

@@ -1,0 +1,71 @@
+// Timed copies for the probe: trains of back-to-back copies queued behind a
+// held GPU, one copy alone, and several streams' trains released at once.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "gpu_hold.hpp"
+#include "overlap/core/program.hpp"
+
+namespace overlap::probe::detail {
+
+/// The buffers every copy measurement uses: pinned and pageable host memory
+/// and two device buffers, each `capacity` bytes. Copies walk through them
+/// so a train does not copy one cached region over and over.
+class copy_bench {
+ public:
+  explicit copy_bench(std::size_t capacity);
+
+  /// Milliseconds per copy in a train of `count` copies of `bytes`: pinned
+  /// trains are queued behind a held GPU and timed with events; pageable
+  /// ones are timed on the host (each call blocks while it stages).
+  [[nodiscard]] double train_ms(copy_direction direction, host_memory memory, std::size_t bytes,
+                                unsigned count);
+  /// Milliseconds per device-to-device copy (or memset) in a held train.
+  [[nodiscard]] double device_train_ms(bool memset, std::size_t bytes, unsigned count);
+  /// Milliseconds of one copy on an idle stream, events around it.
+  [[nodiscard]] double alone_ms(copy_direction direction, host_memory memory, std::size_t bytes);
+  /// Per-copy milliseconds of an H2D and a D2H train of `count` copies each,
+  /// released together on two streams: {h2d, d2h}.
+  [[nodiscard]] std::pair<double, double> both_ms(std::size_t bytes, unsigned count);
+  /// Two streams each copying a train H2D at once: total bytes over the
+  /// span from release to the last copy's end, in GB/s.
+  [[nodiscard]] double two_stream_h2d_gbps(std::size_t bytes, unsigned count);
+
+  /// `streams` streams of `copies` H2D copies of `bytes` each, issued
+  /// stream by stream (depth_first) or copy by copy, released at once: the
+  /// finish time of copy c of stream s from the release, at [s * copies + c].
+  [[nodiscard]] std::vector<double> arbitration_finish_ms(unsigned streams, unsigned copies,
+                                                          std::size_t bytes, bool depth_first);
+
+  /// Extra milliseconds a 1 MiB copy takes when it starts after a kernel on
+  /// its stream, beyond `train_copy_ms` (its per-copy time in a train).
+  [[nodiscard]] double copy_after_kernel_ms(double train_copy_ms);
+  /// Milliseconds of an empty kernel that starts after a copy on its stream.
+  [[nodiscard]] double kernel_after_copy_ms();
+  /// Milliseconds per empty kernel in a back-to-back train of `count`.
+  [[nodiscard]] double kernel_train_ms(unsigned count);
+  /// Milliseconds between two event records on an idle stream.
+  [[nodiscard]] double event_pair_ms();
+
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+
+ private:
+  void* host(host_memory memory, std::size_t offset) noexcept;
+  void* device(int which, std::size_t offset) noexcept;
+  void copy(copy_direction direction, host_memory memory, std::size_t bytes, std::size_t offset,
+            cudaStream_t stream);
+
+  std::size_t capacity_;
+  owned_pinned pinned_;
+  std::unique_ptr<unsigned char[]> pageable_;
+  owned_device device_in_;
+  owned_device device_out_;
+  gpu_hold hold_;
+  owned_stream streams_[8];
+  owned_event events_[2];
+};
+
+}  // namespace overlap::probe::detail

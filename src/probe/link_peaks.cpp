@@ -1,0 +1,62 @@
+#include "overlap/probe/link_peaks.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "copy_trains.hpp"
+#include "overlap/core/error.hpp"
+#include "overlap/probe/probe.hpp"
+
+namespace overlap::probe {
+
+namespace {
+
+constexpr std::size_t MiB = std::size_t{1} << 20;
+
+// Copies in a train: enough to move train_bytes, at least 4 and at most 256
+// (a stream holds a bounded number of queued ops before a call blocks).
+unsigned train_length(std::size_t bytes, std::size_t train_bytes) {
+  return static_cast<unsigned>(std::clamp<std::size_t>(train_bytes / bytes, 4, 256));
+}
+
+void keep_best(link_rate& best, std::size_t bytes, const measured& gbps) {
+  if (gbps.median > best.gigabytes_per_second) best = {gbps.median, bytes, gbps.spread()};
+}
+
+}  // namespace
+
+link_peaks measure_link_peaks(const link_peak_options& options) {
+  std::vector<std::size_t> sizes = options.sizes;
+  if (sizes.empty()) sizes = {MiB, 4 * MiB, 16 * MiB, 64 * MiB};
+  if (options.reps == 0) throw invalid_input("link peaks: reps: 0 is out of range (expected >= 1)");
+  if (options.train_bytes == 0)
+    throw invalid_input("link peaks: train_bytes: 0 is out of range (expected > 0)");
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0)
+      throw invalid_input(fmt::format("link peaks: sizes[{}]: 0 is out of range (expected > 0)", i));
+  }
+  detail::copy_bench bench(*std::max_element(sizes.begin(), sizes.end()) * 2);
+  link_peaks peaks;
+  for (const std::size_t bytes : sizes) {
+    const unsigned count = train_length(bytes, options.train_bytes);
+    std::vector<double> up;
+    std::vector<double> down;
+    std::vector<double> both;
+    for (unsigned r = 0; r < options.reps; ++r) {
+      up.push_back(static_cast<double>(bytes) /
+                   (bench.train_ms(copy_direction::h2d, host_memory::pinned, bytes, count) * 1e6));
+      down.push_back(static_cast<double>(bytes) /
+                     (bench.train_ms(copy_direction::d2h, host_memory::pinned, bytes, count) * 1e6));
+      const auto [h2d_ms, d2h_ms] = bench.both_ms(bytes, count);
+      // Both trains move the same bytes; the pair is done when the slower ends.
+      both.push_back(2.0 * static_cast<double>(bytes) / (std::max(h2d_ms, d2h_ms) * 1e6));
+    }
+    keep_best(peaks.h2d, bytes, summarize(up));
+    keep_best(peaks.d2h, bytes, summarize(down));
+    keep_best(peaks.both, bytes, summarize(both));
+  }
+  return peaks;
+}
+
+}  // namespace overlap::probe

@@ -1,0 +1,137 @@
+#include "plan_bounds.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "op_cost.hpp"
+#include "overlap/core/pipeline_shape.hpp"
+
+namespace overlap::sim::detail {
+
+namespace {
+
+double copy_time(copy_direction direction, std::uint64_t bytes, host_memory memory,
+                 const DeviceModel& model) {
+  Op op;
+  op.kind = op_kind::copy;
+  op.direction = direction;
+  op.bytes = bytes;
+  op.memory = memory;
+  return solo_duration(op, model);
+}
+
+double sum(const std::vector<double>& values) {
+  return std::accumulate(values.begin(), values.end(), 0.0);
+}
+
+/// The smallest a[c] + b[c] over the chunks.
+double min_pair_sum(const std::vector<double>& a, const std::vector<double>& b) {
+  double best = a[0] + b[0];
+  for (std::size_t c = 1; c < a.size(); ++c) best = std::min(best, a[c] + b[c]);
+  return best;
+}
+
+/// The least time to do `a` ms of H2D and `b` ms of D2H copy work: one engine
+/// does a + b; two engines copying both ways at once for a time x do x / s_h
+/// of the H2D work and x / s_d of the D2H work while the rest runs alone, so
+/// the total a + b - x (1/s_h + 1/s_d - 1) is smallest with as much overlap
+/// as the smaller side allows, when overlap helps at all (1/s_h + 1/s_d > 1).
+double copy_floor(double a, double b, const DeviceModel& model) {
+  if (!model.copy_engine_per_direction) return a + b;
+  const double s_h = model.h2d_slowdown_when_bidirectional;
+  const double s_d = model.d2h_slowdown_when_bidirectional;
+  const double gain = std::max(0.0, 1.0 / s_h + 1.0 / s_d - 1.0);
+  return a + b - std::min(a * s_h, b * s_d) * gain;
+}
+
+double peak_rate(const BandwidthCurve& curve) {
+  double peak = 0.0;
+  for (const BandwidthPoint& point : curve.points) peak = std::max(peak, point.gigabytes_per_second);
+  return peak;
+}
+
+}  // namespace
+
+ChunkCosts chunk_costs(const std::vector<std::uint64_t>& chunks, const Workload& workload,
+                       const std::optional<KernelCost>& kernel, const DeviceModel& model) {
+  PipelineShape shape;
+  shape.h2d_bytes = workload.bytes_in;
+  shape.d2h_bytes = workload.bytes_out;
+  shape.chunk_schedule = chunks;
+  ChunkCosts costs;
+  const bool has_output = workload.bytes_out > 0;
+  for (const ChunkBytes& chunk : chunk_bytes(shape)) {
+    costs.h2d.push_back(copy_time(copy_direction::h2d, chunk.in.bytes, workload.memory, model));
+    costs.kernel.push_back(kernel ? kernel->time(chunk.in.bytes) : 0.0);
+    costs.d2h.push_back(has_output ? copy_time(copy_direction::d2h, chunk.out.bytes, workload.memory, model)
+                                   : 0.0);
+  }
+  // The calls make_pipeline_program issues: a copy in, a launch and a copy
+  // out per chunk (no slot events: the planner's rings are whole multiples
+  // of the stream count), then cudaDeviceSynchronize.
+  const double per_chunk = model.call_cost(op_kind::copy) +
+                           (kernel ? model.call_cost(op_kind::kernel) : 0.0) +
+                           (has_output ? model.call_cost(op_kind::copy) : 0.0);
+  costs.last_issue_ms = per_chunk * static_cast<double>(chunks.size());
+  costs.issue_ms = costs.last_issue_ms + model.call_cost(op_kind::device_synchronize);
+  return costs;
+}
+
+double lower_bound(const ChunkCosts& costs, std::uint32_t streams, const DeviceModel& model) {
+  const std::size_t n = costs.h2d.size();
+  const double h2d = sum(costs.h2d);
+  const double kernel = sum(costs.kernel);
+  const double d2h = sum(costs.d2h);
+  // Each engine runs its ops one at a time (a pipeline kernel fills the GPU),
+  // and copies both ways slow each other.
+  double bound = std::max(copy_floor(h2d, d2h, model), kernel);
+  // No download starts before some chunk's upload and kernel are done: by
+  // then at most that much upload work is done, the rest still shares the link.
+  const double first_download = min_pair_sum(costs.h2d, costs.kernel);
+  bound = std::max(bound, first_download + copy_floor(std::max(0.0, h2d - first_download), d2h, model));
+  // A stream runs its chunks' ops one after another.
+  std::vector<double> stream_work(streams, 0.0);
+  for (std::size_t c = 0; c < n; ++c)
+    stream_work[c % streams] += costs.h2d[c] + costs.kernel[c] + costs.d2h[c];
+  bound = std::max(bound, *std::max_element(stream_work.begin(), stream_work.end()));
+  // The last op issued is the last chunk's last stage: it starts after the host issued it.
+  const double last_stage = costs.d2h[n - 1] > 0.0      ? costs.d2h[n - 1]
+                            : costs.kernel[n - 1] > 0.0 ? costs.kernel[n - 1]
+                                                        : costs.h2d[n - 1];
+  bound = std::max(bound, costs.last_issue_ms + last_stage);
+  bound = std::max(bound, costs.issue_ms);
+  // Fill and drain: the last upload still needs its kernel and download;
+  // no download starts before some chunk's upload and kernel; the kernels
+  // wait for an upload and leave a download behind.
+  bound = std::max(bound, h2d + min_pair_sum(costs.kernel, costs.d2h));
+  bound = std::max(bound, min_pair_sum(costs.h2d, costs.kernel) + d2h);
+  bound = std::max(bound, *std::min_element(costs.h2d.begin(), costs.h2d.end()) + kernel +
+                              *std::min_element(costs.d2h.begin(), costs.d2h.end()));
+  return bound;
+}
+
+PlanFloor floor_of(const Workload& workload, const std::optional<KernelCost>& kernel,
+                   const DeviceModel& model) {
+  const bool pinned = workload.memory == host_memory::pinned;
+  const double h2d_rate = peak_rate(pinned ? model.h2d_pinned : model.h2d_pageable);
+  const double d2h_rate = peak_rate(pinned ? model.d2h_pinned : model.d2h_pageable);
+  PlanFloor floor;
+  // bytes / (GB/s x 1e9) s = bytes / (GB/s x 1e6) ms.
+  floor.h2d_ms = static_cast<double>(workload.bytes_in) / (h2d_rate * 1e6);
+  floor.d2h_ms = static_cast<double>(workload.bytes_out) / (d2h_rate * 1e6);
+  floor.copies_ms = copy_floor(floor.h2d_ms, floor.d2h_ms, model);
+  floor.kernel_ms = kernel ? kernel->time(workload.bytes_in) : 0.0;
+  floor.total_ms = std::max(floor.copies_ms, floor.kernel_ms);
+  if (floor.kernel_ms > floor.copies_ms) {
+    floor.bound = "kernel";
+  } else if (floor.copies_ms <= floor.h2d_ms * (1 + 1e-12) && floor.d2h_ms < floor.h2d_ms) {
+    floor.bound = "H2D copies";
+  } else if (floor.copies_ms <= floor.d2h_ms * (1 + 1e-12) && floor.h2d_ms < floor.d2h_ms) {
+    floor.bound = "D2H copies";
+  } else {
+    floor.bound = "copies in both directions";
+  }
+  return floor;
+}
+
+}  // namespace overlap::sim::detail

@@ -1,0 +1,107 @@
+// Made-up `overlap bench` results for the tests that need no GPU: a
+// transfer-bound workload with a link floor and a recorded best run, and a
+// compute-bound one, in the shapes run_benchmark fills.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "overlap/bench/driver.hpp"
+#include "overlap/core/device_model.hpp"
+#include "overlap/core/pipeline_shape.hpp"
+#include "overlap/sim/simulator.hpp"
+
+namespace overlap::cli::bench_fixtures {
+
+inline constexpr std::size_t MiB = std::size_t{1} << 20;
+
+/// A row at `median_ms`, its samples spread a little around it.
+inline bench::variant_result row(bench::variant_kind kind, double median_ms, std::size_t chunk_bytes = 0,
+                                 unsigned streams = 1) {
+  bench::variant_result v;
+  v.kind = kind;
+  v.name = std::string(bench::to_string(kind));
+  v.chunk_bytes = chunk_bytes;
+  v.streams = streams;
+  v.device_ms = bench::summarize({median_ms * 0.99, median_ms, median_ms * 1.02});
+  v.verified = true;
+  return v;
+}
+
+/// Peaks whose floor for transfer_workload()'s bytes is bound by both
+/// directions: 2 x 13 MiB + 8 KiB at 18 GB/s = 1.515 ms, against 1.091 ms
+/// for H2D at 12.5 GB/s and 1.136 ms for D2H at 12 GB/s.
+inline bench::link_floor transfer_link_floor(std::size_t bytes) {
+  return bench::make_link_floor({12.5, 4 * MiB, 0.01}, {12.0, 16 * MiB, 0.02}, {18.0, 64 * MiB, 0.015}, bytes,
+                                bytes);
+}
+
+/// 13 MiB + a remainder in 4 MiB chunks: four chunks, the last one smaller.
+/// The best Pipeline (4 MiB x 2 streams) takes 1.6 ms.
+inline bench::workload_result transfer_workload() {
+  using bench::variant_kind;
+  bench::workload_result w;
+  w.kind = bench::workload_kind::transfer_bound;
+  w.bytes = 13 * MiB + 4096;
+  w.elements = w.bytes / sizeof(float);
+  w.link = transfer_link_floor(w.bytes);
+  w.floors = {row(variant_kind::floor_h2d, 1.1), row(variant_kind::floor_d2h, 1.2),
+              row(variant_kind::floor_both_directions, 1.3), row(variant_kind::floor_kernel, 0.8)};
+  w.variants = {row(variant_kind::sequential, 3.1), row(variant_kind::two_stream, 2.2),
+                row(variant_kind::pipeline_default, 1.9, 4 * MiB, 4)};
+  for (const unsigned streams : {2U, 4U}) {
+    for (const std::size_t chunk : {1 * MiB, 4 * MiB}) {
+      const double median_ms = streams == 2 ? (chunk == MiB ? 1.65 : 1.6) : (chunk == MiB ? 1.85 : 1.8);
+      w.variants.push_back(row(variant_kind::pipeline, median_ms, chunk, streams));
+      w.variants.back().name = "pipeline " + std::to_string(chunk) + " x " + std::to_string(streams);
+      w.variants.back().chunks = (w.bytes + chunk - 1) / chunk;
+    }
+  }
+  w.best_pipeline = 4;  // 4 MiB x 2 streams: 1.6 ms
+
+  PipelineShape shape;
+  shape.chunks = 4;
+  shape.streams = 2;
+  shape.h2d_bytes = shape.d2h_bytes = w.bytes;
+  shape.h2d_chunk_bytes = shape.d2h_chunk_bytes = 4 * MiB;
+  shape.kernel_time = 0.0;  // as Pipeline describes its runs: the stage's cost is not known
+  shape.name = "transfer-bound";
+  w.best_program = make_pipeline_program(shape);
+  shape.kernel_time = 1.0;
+  w.best_timeline = sim::simulate(make_pipeline_program(shape), DeviceModel::preset("h100"));
+  w.best_timeline->program_name = "transfer-bound: best (recorded)";
+  w.best_timeline->device = "Test GPU";
+  return w;
+}
+
+/// 4 MiB through the sin/cos kernel: the kernel alone takes 2 ms, the best
+/// Pipeline 2.03 ms (1.015x), its graph replay 8 us of host time per chunk.
+inline bench::workload_result compute_workload() {
+  using bench::variant_kind;
+  bench::workload_result w;
+  w.kind = bench::workload_kind::compute_bound;
+  w.bytes = 4 * MiB;
+  w.elements = w.bytes / sizeof(float);
+  w.floors = {row(variant_kind::floor_h2d, 0.2), row(variant_kind::floor_d2h, 0.2),
+              row(variant_kind::floor_both_directions, 0.25), row(variant_kind::floor_kernel, 2.0)};
+  w.variants = {row(variant_kind::sequential, 2.5), row(variant_kind::two_stream, 2.3),
+                row(variant_kind::pipeline_default, 2.1, MiB, 4), row(variant_kind::pipeline, 2.03, MiB, 2)};
+  w.best_pipeline = 3;
+  w.best_graph = row(variant_kind::pipeline_graph, 2.02, MiB, 2);
+  w.best_graph->host_issue_per_chunk_us = bench::summarize({7.5, 8.0, 9.0});
+  return w;
+}
+
+/// One result holding `workloads`, run on "Test GPU" with 2 warm-up and 3 timed runs.
+template <typename... Workloads>
+bench::bench_result result_of(Workloads... workloads) {
+  bench::bench_result r;
+  r.device.name = "Test GPU";
+  r.device.sm_count = 7;
+  r.warmup = 2;
+  r.reps = 3;
+  (r.workloads.push_back(std::move(workloads)), ...);
+  return r;
+}
+
+}  // namespace overlap::cli::bench_fixtures

@@ -1,0 +1,87 @@
+// `overlap bench`'s verdicts from made-up results (no GPU): a full run is
+// judged against the link floor and the kernel-alone floor; a --quick run
+// is not judged at all, and says so in one line instead of PASS/FAIL lines.
+#include "bench_verdicts.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "bench_fixtures.hpp"
+
+namespace overlap::cli {
+namespace {
+
+using bench_fixtures::compute_workload;
+using bench_fixtures::result_of;
+using bench_fixtures::transfer_workload;
+
+const Verdict& named(const Judgement& j, const std::string& name) {
+  const auto found = std::find_if(j.verdicts.begin(), j.verdicts.end(),
+                                  [&name](const Verdict& v) { return v.name == name; });
+  if (found == j.verdicts.end()) throw std::runtime_error("no verdict " + name);
+  return *found;
+}
+
+TEST(BenchVerdicts, FullRunIsJudgedAgainstTheLinkFloorAndTheKernelAlone) {
+  const Judgement j = judge(result_of(transfer_workload(), compute_workload()), false);
+  ASSERT_TRUE(j.judged);
+  EXPECT_EQ(j.verdicts.size(), 6U);  // transfer: 2, compute: 1, default vs two-stream: 2, host cost: 1
+  const Verdict& transfer = named(j, "transfer_best_vs_floor");
+  EXPECT_NEAR(transfer.value, 1.6 / (2.0 * (13 * bench_fixtures::MiB + 4096) / 18e6), 1e-12);
+  EXPECT_EQ(transfer.text, "transfer-bound best Pipeline within 1.05x of the link floor");
+  EXPECT_FALSE(transfer.pass);  // 1.056x
+  const Verdict& compute = named(j, "compute_best_vs_floor");
+  EXPECT_NEAR(compute.value, 2.03 / 2.0, 1e-12);
+  EXPECT_TRUE(compute.pass);
+  EXPECT_NEAR(named(j, "compute_host_cost_per_chunk").value, 8.0, 1e-12);
+}
+
+TEST(BenchVerdicts, FullRunPrintsAPassOrFailLinePerVerdict) {
+  const Judgement j = judge(result_of(transfer_workload(), compute_workload()), false);
+  const std::string text = verdicts_text(j);
+  EXPECT_NE(text.find("verdicts (reported; they do not change the exit code):\n"), std::string::npos);
+  EXPECT_NE(text.find("  FAIL  transfer-bound best Pipeline within 1.05x of the link floor: 1.056x\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("  PASS  compute-bound host cost per chunk < 10 us"), std::string::npos);
+  EXPECT_EQ(verdict_lines(j).size(), j.verdicts.size());
+}
+
+TEST(BenchVerdicts, QuickRunPrintsOneLineAndNoPassOrFail) {
+  const Judgement j = judge(result_of(transfer_workload(), compute_workload()), true);
+  EXPECT_FALSE(j.judged);
+  EXPECT_TRUE(j.verdicts.empty());
+  const std::string text = verdicts_text(j);
+  EXPECT_EQ(text, std::string("\n") + not_judged_line + "\n");
+  EXPECT_NE(text.find("judged at full size only (`overlap bench`)"), std::string::npos);
+  EXPECT_EQ(text.find("PASS"), std::string::npos);
+  EXPECT_EQ(text.find("FAIL"), std::string::npos);
+  EXPECT_EQ(verdict_lines(j), std::vector<std::string>{not_judged_line});
+}
+
+TEST(BenchVerdicts, JsonMarksAQuickRunNotJudged) {
+  nlohmann::ordered_json quick;
+  add_verdicts_json(quick, judge(result_of(transfer_workload(), compute_workload()), true));
+  EXPECT_EQ(quick["verdicts_judged"], false);
+  EXPECT_TRUE(quick["verdicts"].empty());
+  EXPECT_FALSE(quick.contains("all_pass"));
+  EXPECT_EQ(quick["verdicts_note"], not_judged_line);
+
+  nlohmann::ordered_json full;
+  add_verdicts_json(full, judge(result_of(transfer_workload(), compute_workload()), false));
+  EXPECT_EQ(full["verdicts_judged"], true);
+  EXPECT_EQ(full["verdicts"].size(), 6U);
+  EXPECT_EQ(full["all_pass"], false);
+  EXPECT_FALSE(full.contains("verdicts_note"));
+  EXPECT_EQ(full["verdicts"][0]["name"], "transfer_best_vs_floor");
+}
+
+TEST(BenchVerdicts, TransferBoundResultsWithoutALinkFloorAreAnError) {
+  bench::workload_result w = transfer_workload();
+  w.link.reset();
+  EXPECT_THROW((void)judge(result_of(std::move(w)), false), error);
+}
+
+}  // namespace
+}  // namespace overlap::cli

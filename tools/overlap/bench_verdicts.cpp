@@ -1,0 +1,110 @@
+// `overlap bench`'s acceptance verdicts: judged, printed, and put in the JSON.
+#if OVERLAP_HAS_CUDA
+
+#include "bench_verdicts.hpp"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "bench_terms.hpp"
+
+namespace overlap::cli {
+
+namespace {
+
+using bench::variant_kind;
+using bench::variant_result;
+using bench::workload_kind;
+using bench::workload_result;
+
+std::string key_of(const workload_result& w) {
+  return w.kind == workload_kind::transfer_bound ? "transfer" : "compute";
+}
+
+}  // namespace
+
+Judgement judge(const bench::bench_result& r, bool quick) {
+  Judgement judgement;
+  if (quick) return judgement;
+  judgement.judged = true;
+  std::vector<Verdict>& verdicts = judgement.verdicts;
+  const auto add = [&verdicts](std::string name, std::string text, double value, double limit,
+                               std::string unit, bool pass) {
+    verdicts.push_back({std::move(name), std::move(text), value, limit, std::move(unit), pass});
+  };
+  for (const workload_result& w : r.workloads) {
+    const std::string wname(bench::to_string(w.kind));
+    const std::string key = key_of(w);
+    const variant_result& best = best_of(w);
+    const double to_floor = ratio(best.device_ms.median, floor_ms(w));
+    if (w.kind == workload_kind::transfer_bound) {
+      add(key + "_best_vs_floor", fmt::format("{} best Pipeline within 1.05x of {}", wname, floor_words(w)),
+          to_floor, 1.05, "x", to_floor <= 1.05);
+      const double to_sequential = ratio(best.device_ms.median, sequential_of(w).device_ms.median);
+      add(key + "_best_vs_sequential", fmt::format("{} best Pipeline at most 0.60x of sequential", wname),
+          to_sequential, 0.60, "x", to_sequential <= 0.60);
+    } else {
+      add(key + "_best_vs_floor", fmt::format("{} best Pipeline within 1.02x of {}", wname, floor_words(w)),
+          to_floor, 1.02, "x", to_floor <= 1.02);
+    }
+  }
+  for (const workload_result& w : r.workloads) {
+    const double d = ratio(required(w, variant_kind::pipeline_default).device_ms.median,
+                           required(w, variant_kind::two_stream).device_ms.median);
+    add(key_of(w) + "_default_vs_two_stream",
+        fmt::format("{} default Pipeline <= hand-written 2 streams", bench::to_string(w.kind)), d, 1.0, "x",
+        d <= 1.0);
+  }
+  for (const workload_result& w : r.workloads) {
+    if (!w.best_graph) continue;
+    const double us = host_cost_per_chunk_us(*w.best_graph);
+    add(key_of(w) + "_host_cost_per_chunk",
+        fmt::format("{} host cost per chunk < 10 us (best configuration, replayed as a CUDA graph)",
+                    bench::to_string(w.kind)),
+        us, 10.0, "us", us < 10.0);
+  }
+  return judgement;
+}
+
+std::string verdict_line(const Verdict& v) {
+  return fmt::format("{}  {}: {:.3f}{}{}", v.pass ? "PASS" : "FAIL", v.text, v.value,
+                     v.unit == "x" ? "x" : " ", v.unit == "x" ? "" : v.unit);
+}
+
+std::vector<std::string> verdict_lines(const Judgement& j) {
+  if (!j.judged) return {not_judged_line};
+  std::vector<std::string> lines;
+  lines.reserve(j.verdicts.size());
+  for (const Verdict& v : j.verdicts) lines.push_back(verdict_line(v));
+  return lines;
+}
+
+std::string verdicts_text(const Judgement& j) {
+  if (!j.judged) return fmt::format("\n{}\n", not_judged_line);
+  std::string text = "\nverdicts (reported; they do not change the exit code):\n";
+  for (const std::string& line : verdict_lines(j)) text += "  " + line + "\n";
+  return text;
+}
+
+void add_verdicts_json(nlohmann::ordered_json& out, const Judgement& j) {
+  nlohmann::ordered_json judged = nlohmann::ordered_json::array();
+  bool all_pass = true;
+  for (const Verdict& v : j.verdicts) {
+    judged.push_back({{"name", v.name},
+                      {"text", v.text},
+                      {"value", v.value},
+                      {"limit", v.limit},
+                      {"unit", v.unit},
+                      {"pass", v.pass}});
+    all_pass = all_pass && v.pass;
+  }
+  out["verdicts_judged"] = j.judged;
+  if (!j.judged) out["verdicts_note"] = not_judged_line;
+  out["verdicts"] = std::move(judged);
+  if (j.judged) out["all_pass"] = all_pass;
+}
+
+}  // namespace overlap::cli
+
+#endif  // OVERLAP_HAS_CUDA

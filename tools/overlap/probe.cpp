@@ -1,0 +1,148 @@
+// `overlap probe`: measure this machine's GPU into a device model file that
+// every command takes with --device FILE.
+#include <fmt/format.h>
+
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "cli.hpp"
+#include "overlap/core/error.hpp"
+#include "subcommand.hpp"
+
+#if OVERLAP_HAS_CUDA
+#include "overlap/cuda/error.hpp"
+#include "overlap/probe/probe.hpp"
+#endif
+
+namespace overlap::cli {
+
+namespace {
+
+constexpr const char* footer = R"(What it measures (GPU held by a spin kernel while each train is queued,
+so the host's enqueue cost stays out of the copy timings):
+  - copy time per size, H2D and D2H, pinned and pageable: back-to-back
+    trains (the model's curves) and one copy alone (its start-up)
+  - both directions at once (each direction's slowdown), two streams
+    copying one direction, and the order the copy engine serves copies
+    queued on several streams
+  - the host cost of cudaMemcpyAsync, a launch, cudaEventRecord,
+    cudaStreamWaitEvent and cudaGraphLaunch; start latencies; event overhead
+  - how many streams run kernels at once (CUDA_DEVICE_MAX_CONNECTIONS)
+  - host memcpy pageable->pinned by thread count; cudaHostRegister per GiB
+Every figure is the median of its repetitions; the model file keeps each
+figure's spread and every raw measurement under "probe".
+
+Examples:
+  overlap probe -o my-gpu.json            the full probe (under 2 minutes)
+  overlap probe --quick -o my-gpu.json    a smaller sweep (under 20 s)
+  overlap simulate spec.yaml --device my-gpu.json
+  overlap plan --bytes-in 256MiB --bytes-out 256MiB --kernel 0.3 --device my-gpu.json
+
+Exit codes: 0 ok, 1 a CUDA error, 2 bad input, no CUDA device, or built
+without CUDA.)";
+
+struct ProbeOptions {
+  bool quick = false;
+  bool json = false;
+  std::string output;
+};
+
+#if OVERLAP_HAS_CUDA
+
+std::string rate_text(const probe::link_rate& r) {
+  return fmt::format("{:.1f} GB/s (at {} MiB copies)", r.gigabytes_per_second, r.at_bytes >> 20);
+}
+
+std::string summary_text(const probe::probe_measurements& m, const DeviceModel& model) {
+  std::string text =
+      fmt::format("{} (driver {}, runtime {}), probed {} UTC in {:.1f} s{}\n", m.device, model.probe->driver,
+                  model.probe->runtime, m.date, m.seconds, m.quick ? " (--quick)" : "");
+  text += fmt::format("  peak H2D {}\n  peak D2H {}\n  both directions at once {} in total\n",
+                      rate_text(m.peaks.h2d), rate_text(m.peaks.d2h), rate_text(m.peaks.both));
+  text += fmt::format("  slowdown with the other direction running: H2D {:.3f}x, D2H {:.3f}x\n",
+                      model.h2d_slowdown_when_bidirectional, model.d2h_slowdown_when_bidirectional);
+  text += fmt::format("  two streams copying H2D at once: {:.2f}x one stream's rate\n",
+                      m.same_direction_speedup.median);
+  for (const auto& run : m.arbitration) {
+    std::string order;
+    for (std::size_t i = 0; i < run.finish_order.size(); ++i) {
+      order += fmt::format(" s{}c{}@{:.0f}", run.finish_order[i].first, run.finish_order[i].second,
+                           run.finish_ms[i] * 1e3);
+    }
+    text += fmt::format("  copy-engine order, {} streams x {} copies of {} MiB issued {} (finish us):{}\n",
+                        run.streams, run.copies_per_stream, run.bytes >> 20, run.issue, order);
+  }
+  text += fmt::format(
+      "  host cost per call (us): copy {:.2f}, launch {:.2f}, record {:.2f}, wait {:.2f}, graph launch "
+      "{:.2f}\n",
+      m.calls.copy_ms.median * 1e3, m.calls.launch_ms.median * 1e3, m.calls.record_ms.median * 1e3,
+      m.calls.wait_ms.median * 1e3, m.calls.graph_launch_ms.median * 1e3);
+  text += fmt::format(
+      "  start latency (us): copy after a kernel {:.2f}, kernel after a copy {:.2f}; event pair {:.2f}\n",
+      model.copy_start_latency * 1e3, model.kernel_launch_latency * 1e3, m.event_ms.median * 1e3);
+  text += fmt::format("  kernels of {} streams running at once: {} (CUDA_DEVICE_MAX_CONNECTIONS {})\n",
+                      m.streams_tried, m.concurrent_kernels, m.max_connections);
+  std::string staging;
+  for (const auto& s : m.staging)
+    staging += fmt::format(" {}: {:.1f}", s.threads, s.gigabytes_per_second.median);
+  text += fmt::format("  host pageable->pinned GB/s by threads:{}\n", staging);
+  text += fmt::format("  cudaHostRegister {:.1f} ms/GiB, cudaHostUnregister {:.1f} ms/GiB\n",
+                      m.register_ms_per_gib.median, m.unregister_ms_per_gib.median);
+  return text;
+}
+
+int run_probe(const ProbeOptions& o, Streams io) {
+  if (cuda::device_count() == 0) {
+    io.err << "overlap probe: no CUDA device\n";
+    return exit_bad_input;
+  }
+  probe::probe_options options;
+  options.quick = o.quick;
+  options.progress = [&io](std::size_t step, std::size_t steps, const std::string& what) {
+    io.err << fmt::format("[{}/{}] {}\n", step, steps, what) << std::flush;
+  };
+  probe::probe_measurements m;
+  DeviceModel model;
+  try {
+    m = probe::run_probe(options);
+    model = probe::model_from_probe(m);
+  } catch (const invalid_input&) {
+    throw;
+  } catch (const std::exception& e) {
+    io.err << "overlap probe: error: " << e.what() << '\n';
+    return exit_findings;
+  }
+  if (o.output.empty() || o.output == "-") {
+    io.out << (o.json ? model.to_json() : summary_text(m, model));
+    return exit_ok;
+  }
+  write_output(o.output, model.to_json(), io);
+  if (!o.json) io.out << summary_text(m, model);
+  io.err << "model: " << o.output << '\n';
+  return exit_ok;
+}
+
+#endif  // OVERLAP_HAS_CUDA
+
+}  // namespace
+
+Subcommand add_probe(CLI::App& parent, Streams io) {
+  auto o = std::make_shared<ProbeOptions>();
+  CLI::App* app = parent.add_subcommand("probe", "Measure this GPU into a device model (JSON) for --device");
+  app->footer(footer);
+  app->add_flag("--quick", o->quick, "A smaller sweep and fewer repetitions (under 20 s)");
+  app->add_option("-o,--output", o->output, "Write the model JSON to FILE (a summary still goes to stdout)");
+  app->add_flag("--json", o->json, "Print the model JSON rather than the summary");
+  return {app, [o, io] {
+#if OVERLAP_HAS_CUDA
+            return run_probe(*o, io);
+#else
+            (void)o;
+            io.err << "overlap probe: no CUDA device (built without CUDA)\n";
+            return static_cast<int>(exit_bad_input);
+#endif
+          }};
+}
+
+}  // namespace overlap::cli
