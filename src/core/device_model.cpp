@@ -20,6 +20,22 @@ using json = nlohmann::json;
 constexpr std::uint64_t KiB = 1024;
 constexpr std::uint64_t MiB = 1024 * KiB;
 
+// Linear in log2(bytes) between points (strictly increasing in bytes), held
+// constant beyond the ends: copy rates and slowdowns change with the size's
+// order of magnitude. `points` is non-empty.
+template <typename Point, typename Value>
+double interpolate_log2(const std::vector<Point>& points, std::uint64_t bytes, Value value) {
+  if (bytes <= points.front().bytes) return value(points.front());
+  if (bytes >= points.back().bytes) return value(points.back());
+  const auto upper = std::upper_bound(points.begin(), points.end(), bytes,
+                                      [](std::uint64_t b, const Point& p) { return b < p.bytes; });
+  const auto lower = upper - 1;
+  const double x0 = std::log2(static_cast<double>(lower->bytes));
+  const double x1 = std::log2(static_cast<double>(upper->bytes));
+  const double t = (std::log2(static_cast<double>(bytes)) - x0) / (x1 - x0);
+  return value(*lower) + t * (value(*upper) - value(*lower));
+}
+
 BandwidthCurve flat(double gigabytes_per_second) {
   return BandwidthCurve{{{1, gigabytes_per_second}}};
 }
@@ -329,16 +345,7 @@ void require_probed_fields(const json& j) {
 
 double BandwidthCurve::at(std::uint64_t bytes) const {
   if (points.empty()) throw invalid_input("bandwidth curve: has no points");
-  if (bytes <= points.front().bytes) return points.front().gigabytes_per_second;
-  if (bytes >= points.back().bytes) return points.back().gigabytes_per_second;
-  const auto upper = std::upper_bound(points.begin(), points.end(), bytes,
-                                      [](std::uint64_t b, const BandwidthPoint& p) { return b < p.bytes; });
-  const auto lower = upper - 1;
-  const double x0 = std::log2(static_cast<double>(lower->bytes));
-  const double x1 = std::log2(static_cast<double>(upper->bytes));
-  const double x = std::log2(static_cast<double>(bytes));
-  const double t = (x - x0) / (x1 - x0);
-  return lower->gigabytes_per_second + t * (upper->gigabytes_per_second - lower->gigabytes_per_second);
+  return interpolate_log2(points, bytes, [](const BandwidthPoint& p) { return p.gigabytes_per_second; });
 }
 
 std::vector<std::string> DeviceModel::preset_names() {
@@ -594,12 +601,9 @@ void DeviceModel::validate() const {
 double DeviceModel::bidirectional_slowdown(copy_direction direction, std::uint64_t bytes) const {
   const bool h2d = direction == copy_direction::h2d;
   if (bidirectional.empty()) return h2d ? h2d_slowdown_when_bidirectional : d2h_slowdown_when_bidirectional;
-  // The same interpolation as a bandwidth curve, on the slowdown of one direction.
-  BandwidthCurve curve;
-  curve.points.reserve(bidirectional.size());
-  for (const auto& p : bidirectional)
-    curve.points.push_back({p.bytes, h2d ? p.h2d_slowdown : p.d2h_slowdown});
-  return curve.at(bytes);
+  return interpolate_log2(bidirectional, bytes, [h2d](const BidirectionalPoint& p) {
+    return h2d ? p.h2d_slowdown : p.d2h_slowdown;
+  });
 }
 
 double DeviceModel::call_cost(op_kind kind) const noexcept {
