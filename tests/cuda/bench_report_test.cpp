@@ -71,6 +71,16 @@ TEST(BenchReport, PageHasTheSweepChartAndBothRunsOfTheBestConfiguration) {
   EXPECT_NE(page.find(R"("name":"predicted")"), std::string::npos);
 }
 
+TEST(BenchReport, ThePredictionRunsOnTheModelGiven) {
+  overlap::DeviceModel probed = overlap::DeviceModel::preset("h100");
+  probed.name = "my probed GPU";
+  const std::string page = bench_report_html(result_of(transfer_workload()), {}, "now", probed);
+  EXPECT_NE(page.find("Program on the my probed GPU model (predicted)"), std::string::npos);
+  EXPECT_NE(page.find("my probed GPU model"), std::string::npos);
+  const std::string preset = bench_report_html(result_of(transfer_workload()), {}, "now");
+  EXPECT_NE(preset.find("Program on the h100 model (predicted)"), std::string::npos);
+}
+
 TEST(BenchReport, PageShowsTheLinkFloorAndTheTermThatBindsIt) {
   const std::string page = bench_report_html(result_of(transfer_workload()), {}, "now");
   EXPECT_NE(

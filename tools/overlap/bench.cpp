@@ -76,6 +76,8 @@ Examples:
                                         size, a line per stream count, the
                                         floor), and the best transfer-bound run
                                         measured beside its prediction
+  overlap probe -o my-gpu.json && overlap bench --report bench.html --device my-gpu.json
+                                        the prediction on this GPU's probed model
 
 The acceptance verdicts are judged at full size only: a full run reports them
 as PASS/FAIL lines (they do not change the exit code); --quick reports none.
@@ -89,6 +91,7 @@ struct BenchOptions {
   std::string output;
   std::string timeline;
   std::string report;
+  std::string device = "h100";
 };
 
 #if OVERLAP_HAS_CUDA
@@ -359,6 +362,8 @@ int run_bench(const BenchOptions& o, bool reps_given, Streams io) {
   require_writable_path(o.report, "--report");
   if (o.report == "-")
     throw invalid_input("--report: give a file name (the page is HTML, not for a terminal)");
+  const DeviceModel model =
+      DeviceModel::load(o.device);  // a bad model file fails before a minute of measuring
   if (cuda::device_count() == 0) {
     io.err << "overlap bench: no CUDA device\n";
     return exit_bad_input;
@@ -388,7 +393,7 @@ int run_bench(const BenchOptions& o, bool reps_given, Streams io) {
     write_output(o.timeline, io::to_chrome_trace(*w->best_timeline), io);
   }
   if (!o.report.empty()) {
-    write_output(o.report, bench_report_html(result, verdict_lines(judgement), utc_now()), io);
+    write_output(o.report, bench_report_html(result, verdict_lines(judgement), utc_now(), model), io);
     io.err << "report: " << o.report << '\n';
   }
   return exit_ok;
@@ -414,7 +419,10 @@ Subcommand add_bench(CLI::App& parent, Streams io) {
   app->add_option(
       "--report", o->report,
       "Write an HTML page to FILE: each sweep as a chart, and the best transfer-bound run measured "
-      "beside the simulator's prediction of it (h100 model)");
+      "beside the simulator's prediction of it (on the --device model)");
+  app->add_option("--device", o->device,
+                  "Device model the report's prediction uses: a preset or a model file from `overlap probe`")
+      ->capture_default_str();
   return {app, [o, app, io] {
 #if OVERLAP_HAS_CUDA
             return run_bench(*o, app->count("--reps") > 0, io);

@@ -96,21 +96,21 @@ Timeline predict_best_run(const workload_result& w, const DeviceModel& model) {
 }
 
 std::string bench_report_html(const bench::bench_result& result, const std::vector<std::string>& verdicts,
-                              const std::string& when) {
+                              const std::string& when, const DeviceModel& model) {
   const workload_result* recorded = recorded_workload(result);
   if (recorded == nullptr) throw error("bench --report: no recorded Pipeline run to show");
   const workload_result& shown = *recorded;
-  const Timeline predicted = predict_best_run(shown, DeviceModel::preset("h100"));
+  const Timeline predicted = predict_best_run(shown, model);
   io::HtmlComparisonOptions options;
   options.title = "overlap bench on " + result.device.name;
   options.notes = notes(result, verdicts, when);
-  options.notes.push_back(
-      fmt::format("Below: the best {} run recorded with CUDA events (measured), and the simulator's "
-                  "prediction of the same "
-                  "Program on the h100 model (predicted), each kernel timed as the kernel-alone floor "
-                  "({:.3f} ms) times its "
-                  "chunk's share of the input.",
-                  bench::to_string(shown.kind), shown.floor(variant_kind::floor_kernel).device_ms.median));
+  options.notes.push_back(fmt::format(
+      "Below: the best {} run recorded with CUDA events (measured), and the simulator's "
+      "prediction of the same "
+      "Program on the {} model (predicted), each kernel timed as the kernel-alone floor "
+      "({:.3f} ms) times its "
+      "chunk's share of the input.",
+      bench::to_string(shown.kind), model.name, shown.floor(variant_kind::floor_kernel).device_ms.median));
   for (const workload_result& w : result.workloads) options.charts.push_back(sweep_chart(w));
   return io::to_html_comparison(*shown.best_timeline, predicted, options);
 }

@@ -23,11 +23,12 @@ namespace overlap::cli {
 [[nodiscard]] Timeline predict_best_run(const bench::workload_result& w, const DeviceModel& model);
 
 /// The whole page. `verdicts` are the text report's PASS/FAIL lines;
-/// `when` says when the run was made ("2026-11-23 14:05 UTC"). Throws
-/// overlap::error when no workload holds a recorded run.
+/// `when` says when the run was made ("2026-11-23 14:05 UTC"); `model` is
+/// the device model the best run is predicted on (a preset or a probed
+/// model). Throws overlap::error when no workload holds a recorded run.
 [[nodiscard]] std::string bench_report_html(const bench::bench_result& result,
-                                            const std::vector<std::string>& verdicts,
-                                            const std::string& when);
+                                            const std::vector<std::string>& verdicts, const std::string& when,
+                                            const DeviceModel& model = DeviceModel::preset("h100"));
 
 }  // namespace overlap::cli
 
