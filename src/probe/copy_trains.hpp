@@ -30,6 +30,10 @@ class copy_bench {
   /// Per-copy milliseconds of an H2D and a D2H train of `count` copies each,
   /// released together on two streams: {h2d, d2h}.
   [[nodiscard]] std::pair<double, double> both_ms(std::size_t bytes, unsigned count);
+  /// Per-copy milliseconds of an H2D and a D2H train (as both_ms) while a
+  /// memory-bound kernel streams through device memory on a third stream
+  /// for the whole time: {h2d, d2h}.
+  [[nodiscard]] std::pair<double, double> both_beside_memory_kernel_ms(std::size_t bytes, unsigned count);
   /// Two streams each copying a train H2D at once: total bytes over the
   /// span from release to the last copy's end, in GB/s.
   [[nodiscard]] double two_stream_h2d_gbps(std::size_t bytes, unsigned count);

@@ -17,6 +17,16 @@ __global__ void hold_kernel(const volatile int* flag, unsigned long long timeout
 
 __global__ void empty_kernel() {}
 
+__global__ void memory_stream_kernel(const float4* in, float4* out, std::size_t n4, unsigned passes) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (unsigned p = 0; p < passes; ++p) {
+    for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n4;
+         i += stride) {
+      out[i] = in[i];
+    }
+  }
+}
+
 __global__ void timed_spin_kernel(unsigned long long* times, unsigned slot, unsigned long long ns) {
   const unsigned long long start = global_ns();
   while (global_ns() - start < ns) __nanosleep(128);
@@ -59,6 +69,16 @@ void gpu_hold::release() noexcept {
 void launch_empty(cudaStream_t stream) {
   empty_kernel<<<1, 32, 0, stream>>>();
   check(cudaGetLastError(), "empty kernel launch");
+}
+
+void launch_memory_stream(const float* in, float* out, std::size_t n, unsigned passes, cudaStream_t stream) {
+  int device = 0;
+  int sms = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  memory_stream_kernel<<<static_cast<unsigned>(sms) * 4, 256, 0, stream>>>(
+      reinterpret_cast<const float4*>(in), reinterpret_cast<float4*>(out), n / 4, passes);
+  check(cudaGetLastError(), "memory kernel launch");
 }
 
 void launch_timed_spin(cudaStream_t stream, unsigned long long* times, unsigned slot, unsigned microseconds) {

@@ -38,6 +38,9 @@ class gpu_hold {
 
 /// Launches an empty 1-block kernel on `stream`.
 void launch_empty(cudaStream_t stream);
+/// Launches a grid that copies `n` floats from `in` to `out` `passes` times:
+/// device memory kept busy, as a memory-bound kernel keeps it.
+void launch_memory_stream(const float* in, float* out, std::size_t n, unsigned passes, cudaStream_t stream);
 /// Launches a 1-block kernel that spins `microseconds` and writes its start
 /// and end (globaltimer, ns) to `times[2 * slot]` and `times[2 * slot + 1]`.
 void launch_timed_spin(cudaStream_t stream, unsigned long long* times, unsigned slot, unsigned microseconds);

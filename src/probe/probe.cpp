@@ -133,7 +133,7 @@ probe_measurements run_probe(const probe_options& options) {
   if (cuda::device_count() == 0) throw error("overlap probe: no CUDA device");
   const double started = detail::host_ms();
   const plan p = make_plan(options.quick);
-  stepper step(options, 13);
+  stepper step(options, 14);
 
   probe_measurements m;
   m.quick = options.quick;
@@ -174,6 +174,19 @@ probe_measurements run_probe(const probe_options& options) {
       down.push_back(d2h);
     }
     m.bidirectional.push_back({bytes, summarize(up), summarize(down)});
+  }
+
+  step("both directions beside a memory-bound kernel");
+  for (const std::size_t bytes : p.both_sizes) {
+    const unsigned count = train_length(bytes, p.train_bytes);
+    std::vector<double> up;
+    std::vector<double> down;
+    for (unsigned r = 0; r < std::min(p.reps, 3U); ++r) {
+      const auto [h2d, d2h] = bench.both_beside_memory_kernel_ms(bytes, count);
+      up.push_back(h2d);
+      down.push_back(d2h);
+    }
+    m.bidirectional_beside_memory_kernel.push_back({bytes, summarize(up), summarize(down)});
   }
 
   step("device-to-device copies and memsets");

@@ -47,6 +47,11 @@ std::string to_json(const probe_measurements& m) {
     both.push_back({{"bytes", b.bytes}, {"h2d_ms", of(b.h2d_ms)}, {"d2h_ms", of(b.d2h_ms)}});
   }
   j["bidirectional"] = both;
+  json beside = json::array();
+  for (const auto& b : m.bidirectional_beside_memory_kernel) {
+    beside.push_back({{"bytes", b.bytes}, {"h2d_ms", of(b.h2d_ms)}, {"d2h_ms", of(b.d2h_ms)}});
+  }
+  j["bidirectional_beside_memory_kernel"] = beside;
   j["same_direction_two_stream_speedup"] = of(m.same_direction_speedup);
   json runs = json::array();
   for (const auto& r : m.arbitration) {

@@ -62,6 +62,17 @@ std::string summary_text(const probe::probe_measurements& m, const DeviceModel& 
                       rate_text(m.peaks.h2d), rate_text(m.peaks.d2h), rate_text(m.peaks.both));
   text += fmt::format("  slowdown with the other direction running: H2D {:.3f}x, D2H {:.3f}x\n",
                       model.h2d_slowdown_when_bidirectional, model.d2h_slowdown_when_bidirectional);
+  std::string beside;
+  for (std::size_t i = 0; i < m.bidirectional_beside_memory_kernel.size() && i < m.bidirectional.size();
+       ++i) {
+    const auto& with = m.bidirectional_beside_memory_kernel[i];
+    const auto& without = m.bidirectional[i];
+    beside +=
+        fmt::format(" {} MiB: {:.2f}x/{:.2f}x", with.bytes >> 20, with.h2d_ms.median / without.h2d_ms.median,
+                    with.d2h_ms.median / without.d2h_ms.median);
+  }
+  text +=
+      fmt::format("  both directions beside a memory-bound kernel, H2D/D2H time over without:{}\n", beside);
   text += fmt::format("  two streams copying H2D at once: {:.2f}x one stream's rate\n",
                       m.same_direction_speedup.median);
   for (const auto& run : m.arbitration) {

@@ -104,6 +104,9 @@ struct probe_measurements {
   copy_sweep h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable;
   copy_sweep d2d, memset;  ///< device-to-device copies and memsets (train_ms only)
   std::vector<bidirectional_point> bidirectional;
+  /// The same while a memory-bound kernel keeps device memory busy (not yet
+  /// a model figure: it tells how much a kernel beside the copies costs them).
+  std::vector<bidirectional_point> bidirectional_beside_memory_kernel;
   /// Aggregate rate of two streams copying H2D at once over one stream's (1: one engine serves them).
   measured same_direction_speedup;
   std::vector<arbitration_run> arbitration;
