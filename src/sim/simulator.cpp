@@ -427,10 +427,13 @@ class Simulation {
         if (ops_[a].ready != ops_[b].ready) return ops_[a].ready < ops_[b].ready;
         return a < b;
       });
-      choose_copies();
+      // Under earliest_ready the sort above already puts each engine's pick
+      // first; round robin picks by the stream each engine served last.
+      const bool by_stream = model_.arbitration == copy_arbitration::stream_round_robin;
+      if (by_stream) choose_copies();
       for (op_id id : candidates_) {
         const engine unit = ops_[id].unit;
-        if (is_copy_engine(unit) && chosen_copy_[engine_index(unit)] != id) {
+        if (by_stream && is_copy_engine(unit) && chosen_copy_[engine_index(unit)] != id) {
           blocked_by_engine(id);
           continue;
         }
@@ -455,17 +458,20 @@ class Simulation {
     for (engine unit : {engine::h2d_copy, engine::d2h_copy, engine::copy}) {
       const std::size_t e = engine_index(unit);
       chosen_copy_[e] = no_index;
-      if (engines_[e].running != 0) continue;
-      copy_candidates_.clear();
-      for (op_id id : candidates_) {
-        if (ops_[id].unit != unit) continue;
-        const stream_id stream = *program_.ops()[id].stream;
-        copy_candidates_.push_back({id, stream, streams[stream].priority, ops_[id].ready});
-      }
-      if (copy_candidates_.empty()) continue;
+      copy_candidates_[e].clear();
+    }
+    for (op_id id : candidates_) {
+      const engine unit = ops_[id].unit;
+      if (!is_copy_engine(unit) || engines_[engine_index(unit)].running != 0) continue;
+      const stream_id stream = *program_.ops()[id].stream;
+      copy_candidates_[engine_index(unit)].push_back({id, stream, streams[stream].priority, ops_[id].ready});
+    }
+    for (engine unit : {engine::h2d_copy, engine::d2h_copy, engine::copy}) {
+      const std::size_t e = engine_index(unit);
+      if (copy_candidates_[e].empty()) continue;
       const std::size_t pick =
-          pick_copy(copy_candidates_, model_.arbitration, engines_[e].last_stream, streams.size());
-      chosen_copy_[e] = copy_candidates_[pick].op;
+          pick_copy(copy_candidates_[e], model_.arbitration, engines_[e].last_stream, streams.size());
+      chosen_copy_[e] = copy_candidates_[e][pick].op;
     }
   }
 
@@ -655,7 +661,7 @@ class Simulation {
   std::vector<std::deque<op_id>> queues_;
   std::vector<op_id> bypass_ready_;
   std::vector<op_id> candidates_;
-  std::vector<copy_candidate> copy_candidates_;
+  std::vector<copy_candidate> copy_candidates_[engine_count];  // per copy engine, this dispatch
   std::vector<op_id> running_kernels_;
   std::vector<double> demand_;
   std::vector<double> speed_;
