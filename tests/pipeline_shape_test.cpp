@@ -70,6 +70,25 @@ TEST(Pipeline, BreadthFirstIssuesStageByStageInRoundsOfNChunks) {
   EXPECT_EQ(issue_sequence(make_pipeline_program(shape)), expected);
 }
 
+TEST(Pipeline, StageFirstIssuesEveryH2DThenEveryKernelThenEveryD2H) {
+  PipelineShape shape = timed_shape(3, 2);
+  shape.order = issue_order::stage_first;
+  const issued expected = {
+      {"H2D", "0", "Stream1"},         {"H2D", "1", "Stream2"},    {"H2D", "2", "Stream1"},
+      {"Kernel", "0", "Stream1"},      {"Kernel", "1", "Stream2"}, {"Kernel", "2", "Stream1"},
+      {"D2H", "0", "Stream1"},         {"D2H", "1", "Stream2"},    {"D2H", "2", "Stream1"},
+      {"device_synchronize", "", "-"},
+  };
+  EXPECT_EQ(issue_sequence(make_pipeline_program(shape)), expected);
+  // Every chunk holds its own slot until its D2H: the ring is one per chunk.
+  EXPECT_EQ(effective_ring_depth(shape), 3U);
+  shape.ring_depth = 2;
+  EXPECT_NE(message_of(shape).find("ring_depth: 2 is out of range for stage-first issue"), std::string::npos)
+      << message_of(shape);
+  EXPECT_EQ(parse_issue_order("stage-first"), issue_order::stage_first);
+  EXPECT_EQ(to_string(issue_order::stage_first), "stage_first");
+}
+
 TEST(Pipeline, SplitsTotalTimesEvenlyAndSetsChunkFields) {
   PipelineShape shape = timed_shape(4, 2);
   shape.kernel_gpu_share = 0.5;
