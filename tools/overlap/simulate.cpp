@@ -153,8 +153,10 @@ Subcommand add_simulate(CLI::App& parent, Streams io) {
   app->add_option("--streams", o->streams, "Streams the chunks are spread over")
       ->check(CLI::Range(1u, 1'000'000u))
       ->capture_default_str();
-  app->add_option("--issue", o->issue, "Issue order: depth (chunk by chunk) or breadth (stage by stage)")
-      ->check(CLI::IsMember({"depth", "breadth", "depth-first", "breadth-first"}))
+  app->add_option("--issue", o->issue,
+                  "Issue order: depth (chunk by chunk), breadth (stage by stage per round of streams) or "
+                  "stage (every H2D, then every kernel, then every D2H)")
+      ->check(CLI::IsMember({"depth", "breadth", "stage", "depth-first", "breadth-first", "stage-first"}))
       ->capture_default_str();
   app->add_flag("--non-blocking", o->non_blocking, "Create the streams with cudaStreamNonBlocking");
   app->add_option("--device", o->device,
