@@ -4,8 +4,12 @@
 // one at a time (with a per-call cost and blocking calls), in-order streams,
 // events with CUDA's "most recent record at wait time" rule, the legacy
 // default stream barrier, hardware work queues (Hyper-Q or Fermi's one queue
-// per engine), one copy engine per direction (or one shared), opposite copy
-// directions slowing each other, and kernels sharing the SMs.
+// per engine), one copy engine per direction (or one shared), how a copy
+// engine picks among streams (src/sim/copy_arbitration), opposite copy
+// directions slowing each other (by copy size), kernels sharing the SMs
+// (src/sim/sm_sharing), start latencies (src/sim/start_latency) and each
+// kind of host call's cost. The mechanisms and their figures come from the
+// DeviceModel; `overlap probe` measures them on a GPU.
 #pragma once
 
 #include "overlap/core/device_model.hpp"
