@@ -1,10 +1,11 @@
-// How fast the simulator runs: programs of about 1,000,000 ops on one core.
-// The target (issue 2) is under 2 s for 1,000,000 ops; results go in
-// bench/RESULTS.md.
+// How fast the simulator runs: programs of about 1,000,000 ops on one core
+// (issue 2: under 2 s for 1,000,000 ops), and the planner's whole search
+// (issue 11). Results go in bench/RESULTS.md.
 #include <benchmark/benchmark.h>
 
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/pipeline_shape.hpp"
+#include "overlap/sim/plan.hpp"
 #include "overlap/sim/simulator.hpp"
 
 namespace {
@@ -38,6 +39,24 @@ void simulate_million_ops(benchmark::State& state, const char* preset) {
 BENCHMARK_CAPTURE(simulate_million_ops, h100, "h100")->Arg(4)->Arg(16)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(simulate_million_ops, fermi_2ce, "fermi-2ce")->Arg(4)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(simulate_million_ops, unit, "unit")->Arg(4)->Unit(benchmark::kMillisecond);
+
+// The planner's whole search (issue 11): 256 MiB each way on the h100 model,
+// with the kernel's total time in ms as the argument (0: copies only).
+void plan_search(benchmark::State& state) {
+  const DeviceModel model = DeviceModel::preset("h100");
+  sim::Workload w;
+  w.bytes_in = w.bytes_out = std::uint64_t{256} << 20;
+  w.kernel_total_ms = static_cast<double>(state.range(0));
+  std::size_t simulated = 0;
+  for (auto _ : state) {
+    const sim::Plan plan = sim::plan(w, model);
+    simulated = plan.simulated;
+    benchmark::DoNotOptimize(plan.best.predicted_ms);
+  }
+  state.counters["simulated"] = static_cast<double>(simulated);
+}
+
+BENCHMARK(plan_search)->Arg(0)->Arg(2)->Arg(20)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

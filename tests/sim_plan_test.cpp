@@ -4,7 +4,6 @@
 // nothing but the work).
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <string>
 
 #include "overlap/core/error.hpp"
@@ -186,18 +185,18 @@ TEST(PlanH100, BudgetLimitsTheRing) {
       << message_of(w, DeviceModel::preset("h100"));
 }
 
-TEST(PlanH100, SearchIsFast) {
-  // Measured on the 2-core build box (RelWithDebInfo): about 0.03-0.2 s for
-  // these, about half of the configurations skipped by the bound.
+TEST(PlanH100, TheBoundSkipsPartOfTheSearch) {
+  // The search's speed is a benchmark (bench/sim_throughput: plan_search);
+  // here, that the closed-form bound does skip configurations, and that
+  // every configuration is either simulated or skipped.
   const DeviceModel h100 = DeviceModel::preset("h100");
   for (const double kernel : {0.0, 2.0, 20.0}) {
     sim::Workload w;
     w.bytes_in = w.bytes_out = 256 * MiB;
     w.kernel_total_ms = kernel;
-    const auto start = std::chrono::steady_clock::now();
     const sim::Plan plan = sim::plan(w, h100);
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    EXPECT_LT(took.count(), 2.0) << "kernel " << kernel << " ms: " << plan.simulated << " simulated";
+    EXPECT_GT(plan.pruned, 0U) << "kernel " << kernel << " ms";
+    EXPECT_EQ(plan.simulated + plan.pruned, plan.considered) << "kernel " << kernel << " ms";
   }
 }
 

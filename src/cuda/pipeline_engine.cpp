@@ -87,12 +87,20 @@ Timeline measured_timeline(const Program& program, const std::vector<event>& tim
 
 run_report pipeline_engine::run(const erased_run& r, const pipeline_options& options,
                                 const erased_stage& stage) {
-  const plan p = make_plan(r, options);
+  // Every argument is checked first (make_plan makes no CUDA call, and the
+  // host memory check comes next); then, for planned automatic chunking,
+  // the device's model decides the chunking and the run is described again.
+  plan p = make_plan(r, options);
   run_report report = report_of(p, r);
   if (r.input_elements == 0) return report;
-  const PipelineShape shape = describe_run(p, r, options, report);
+  PipelineShape shape = describe_run(p, r, options, report);
   std::vector<host_registration> registrations;
   require_pinned(r, shape, options.pageable, registrations);
+  if (const DeviceModel* model = chunking_model(options)) {
+    p = make_plan(r, options, model);
+    report = report_of(p, r);
+    shape = describe_run(p, r, options, report);
+  }
 
   if (!resources_) resources_ = std::make_unique<pipeline_resources>();
   pipeline_resources& res = *resources_;

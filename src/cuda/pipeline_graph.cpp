@@ -58,7 +58,9 @@ void join_streams(graph_state& g) {
 
 pipeline_graph capture_pipeline(const erased_run& r, const pipeline_options& options,
                                 const erased_stage& stage) {
-  const plan p = make_plan(r, options);
+  // Every argument is checked first with no CUDA call (as in run()); then,
+  // for planned automatic chunking, the device's model decides the chunking.
+  plan p = make_plan(r, options);
   if (options.record == recording::on) {
     throw invalid_input(
         "record: recording::on cannot be captured into a graph (its timing events would not be "
@@ -68,8 +70,13 @@ pipeline_graph capture_pipeline(const erased_run& r, const pipeline_options& opt
   g->captured = report_of(p, r);
   run_report& report = g->captured;
   if (r.input_elements == 0) return pipeline_graph(std::move(g));  // replays nothing
-  const PipelineShape shape = describe_run(p, r, options, report);
+  PipelineShape shape = describe_run(p, r, options, report);
   require_pinned(r, shape, options.pageable, g->registrations);
+  if (const DeviceModel* model = chunking_model(options)) {
+    p = make_plan(r, options, model);
+    report = report_of(p, r);
+    shape = describe_run(p, r, options, report);
+  }
   g->resources.prepare(p, shape.h2d_chunk_bytes, shape.d2h_chunk_bytes);
   report.device_bytes = g->resources.ring_bytes();
 

@@ -3,9 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <mutex>
+#include <string>
+#include <vector>
 
 #include "overlap/core/error.hpp"
 #include "overlap/cuda/pipeline.hpp"
+#include "overlap/sim/plan.hpp"
 
 namespace overlap::cuda::detail {
 
@@ -77,21 +81,98 @@ std::size_t chunk_elements(const erased_run& run, const pipeline_options& o, uns
   return elements;
 }
 
+/// The planner's chunk size and stream count for a run.
+struct planned_chunking {
+  std::size_t chunk_elements = 0;
+  unsigned streams = 0;
+};
+
+// Chunk sizes the planner may try: powers of two from 256 KiB up to the
+// input, each a whole number of ratio.in elements, and the whole input.
+std::vector<std::uint64_t> candidate_sizes(std::size_t in_bytes, std::size_t unit_bytes) {
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t size = 256 * 1024; size < in_bytes; size *= 2) {
+    const std::uint64_t rounded = size / unit_bytes * unit_bytes;
+    if (rounded > 0 && (sizes.empty() || rounded != sizes.back())) sizes.push_back(rounded);
+  }
+  const std::uint64_t whole = (in_bytes + unit_bytes - 1) / unit_bytes * unit_bytes;
+  if (sizes.empty() || whole != sizes.back()) sizes.push_back(whole);
+  return sizes;
+}
+
+planned_chunking plan_with_model(const erased_run& run, const pipeline_options& o, const DeviceModel& model,
+                                 std::size_t output_elements) {
+  const std::size_t in_bytes = run.input_elements * run.input_element_bytes;
+  const std::size_t unit_bytes = o.ratio.in * run.input_element_bytes;
+  sim::Workload w;
+  w.bytes_in = in_bytes;
+  w.bytes_out = output_elements * run.output_element_bytes;
+  w.kernel_cost = o.stage_cost;
+  w.device_budget = o.device_budget_bytes;
+  sim::PlanOptions po;
+  po.chunk_sizes = candidate_sizes(in_bytes, unit_bytes);
+  po.max_chunks = 1024;
+  std::erase_if(po.chunk_sizes,
+                [&](std::uint64_t size) { return (in_bytes + size - 1) / size > po.max_chunks; });
+  po.max_streams = o.streams.value_or(8);
+  po.orders = {issue_order::depth_first};  // the order Pipeline issues in
+  po.schedules = false;                    // Pipeline cuts uniform chunks
+  po.ring_factors = {1};
+  // Planning a 256 MiB run takes tens of milliseconds: remember the last
+  // answer, since a program runs the same sizes again and again.
+  struct cache_entry {
+    std::string key;
+    planned_chunking answer;
+  };
+  static std::mutex mutex;
+  static cache_entry last;
+  std::string key = fmt::format("{}/{}/{}/{}/{}/{}/", w.bytes_in, w.bytes_out, unit_bytes, po.max_streams,
+                                w.device_budget.value_or(0), o.ring_depth.value_or(0));
+  if (w.kernel_cost) key += w.kernel_cost->to_json();
+  key += model.to_json();
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (last.key == key) return last.answer;
+  }
+  sim::Plan result;
+  try {
+    result = sim::plan(w, model, po);
+  } catch (const invalid_input& e) {
+    // The planner names its own fields; say which option they came from.
+    const std::string what = e.what();
+    if (what.starts_with("device_budget:"))
+      throw invalid_input("device_budget_bytes:" + what.substr(std::string("device_budget:").size()));
+    throw;
+  }
+  planned_chunking answer{static_cast<std::size_t>(result.best.largest_chunk_bytes / run.input_element_bytes),
+                          o.streams.value_or(result.best.streams)};
+  const std::lock_guard<std::mutex> lock(mutex);
+  last = {std::move(key), answer};
+  return answer;
+}
+
 }  // namespace
 
-plan make_plan(const erased_run& run, const pipeline_options& o) {
+plan make_plan(const erased_run& run, const pipeline_options& o, const DeviceModel* detected) {
   const std::size_t output_needed = required_output(run, o.ratio);
   require_spans(run, output_needed);
   plan p;
   p.streams = o.streams.value_or(automatic_streams);
   if (p.streams == 0)
     throw invalid_input("streams: 0 is out of range (expected >= 1, or empty for automatic)");
+  const DeviceModel* model = o.model ? &*o.model : detected;
+  std::optional<planned_chunking> planned;
+  if (!o.chunk_bytes && o.chunking == automatic_chunking::planned && model != nullptr &&
+      run.input_elements > 0 && (!o.streams || *o.streams > 0)) {
+    planned = plan_with_model(run, o, *model, output_needed);
+    p.streams = planned->streams;
+  }
   p.ring_depth = o.ring_depth.value_or(p.streams);
   if (p.ring_depth < p.streams) {
     throw invalid_input(
         fmt::format("ring_depth: {} is out of range (expected >= streams = {})", p.ring_depth, p.streams));
   }
-  p.chunk_input_elements = chunk_elements(run, o, p.ring_depth);
+  p.chunk_input_elements = planned ? planned->chunk_elements : chunk_elements(run, o, p.ring_depth);
   p.chunk_output_elements = p.chunk_input_elements * o.ratio.out / o.ratio.in;
   p.output_elements = output_needed;
   if (o.device_budget_bytes) {

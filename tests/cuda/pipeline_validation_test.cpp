@@ -17,6 +17,7 @@
 #include "overlap/core/pipeline_shape.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/pipeline.hpp"
+#include "overlap/sim/plan.hpp"
 
 namespace {
 
@@ -476,3 +477,83 @@ TEST(PipelineProgramCheck, ThePipelinesProgramsAreRaceFree) {
 }
 
 }  // namespace
+
+// ---- planned automatic chunking (a model given, no GPU needed) ----
+
+namespace {
+
+overlap::sim::Plan plan_directly(std::size_t bytes, const overlap::DeviceModel& model, unsigned max_streams) {
+  overlap::sim::Workload w;
+  w.bytes_in = bytes;
+  w.bytes_out = bytes;
+  overlap::sim::PlanOptions po;
+  for (std::uint64_t size = 256 * 1024; size < bytes; size *= 2) po.chunk_sizes.push_back(size);
+  po.chunk_sizes.push_back(bytes);
+  po.max_streams = max_streams;
+  po.orders = {overlap::issue_order::depth_first};
+  po.schedules = false;
+  po.ring_factors = {1};
+  return overlap::sim::plan(w, model, po);
+}
+
+}  // namespace
+
+TEST(PipelinePlannedChunking, TakesThePlannersUniformDepthFirstChoiceOnTheModel) {
+  const std::size_t elements = 256 * MiB / sizeof(float);
+  pipeline_options options;
+  options.model = overlap::DeviceModel::preset("h100");
+  const auto plan = make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), options);
+  const auto expected = plan_directly(256 * MiB, *options.model, 8);
+  EXPECT_EQ(plan.chunk_input_elements * sizeof(float), expected.best.largest_chunk_bytes);
+  EXPECT_EQ(plan.streams, expected.best.streams);
+  EXPECT_EQ(plan.ring_depth, plan.streams);
+  // On the h100 model a transfer-bound 256 MiB run is cut into several
+  // chunks over several streams, not left whole.
+  EXPECT_GT(plan.chunks, 1U);
+  EXPECT_GT(plan.streams, 1U);
+}
+
+TEST(PipelinePlannedChunking, GivenStreamsAreKeptAndTheChunkIsPlannedForThem) {
+  const std::size_t elements = 64 * MiB / sizeof(float);
+  pipeline_options options;
+  options.model = overlap::DeviceModel::preset("h100");
+  options.streams = 2U;
+  const auto plan = make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), options);
+  EXPECT_EQ(plan.streams, 2U);
+  const auto expected = plan_directly(64 * MiB, *options.model, 2);
+  EXPECT_EQ(plan.chunk_input_elements * sizeof(float), expected.best.largest_chunk_bytes);
+}
+
+TEST(PipelinePlannedChunking, FixedFractionAndNoModelKeepTheOldRule) {
+  const std::size_t elements = 128 * MiB / sizeof(float);
+  pipeline_options fixed;
+  fixed.model = overlap::DeviceModel::preset("h100");
+  fixed.chunking = overlap::cuda::automatic_chunking::fixed_fraction;
+  const auto plan = make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), fixed);
+  EXPECT_EQ(plan.chunk_input_elements * sizeof(float), 2 * MiB);  // 1/64
+  EXPECT_EQ(plan.streams, 4U);
+}
+
+TEST(PipelinePlannedChunking, ChunksKeepWholeOutputsAtARatio) {
+  // 256 inputs per output: every planned chunk is a multiple of 256 elements.
+  const std::size_t elements = 3 * 256 * 1000 + 256;
+  pipeline_options options;
+  options.model = overlap::DeviceModel::preset("h100");
+  options.ratio = output_ratio{1, 256};
+  const auto plan = make_plan(fake_run(elements, sizeof(float), elements / 256, sizeof(float)), options);
+  EXPECT_EQ(plan.chunk_input_elements % 256, 0U);
+  EXPECT_EQ(plan.chunk_output_elements * 256, plan.chunk_input_elements);
+}
+
+TEST(PipelinePlannedChunking, ABudgetTooSmallNamesTheOption) {
+  const std::size_t elements = 64 * MiB / sizeof(float);
+  pipeline_options options;
+  options.model = overlap::DeviceModel::preset("h100");
+  options.device_budget_bytes = 1024;  // not one ring of the smallest chunk
+  try {
+    (void)make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), options);
+    FAIL() << "a 1 KiB budget was accepted";
+  } catch (const invalid_input& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("device_budget_bytes", 0), 0U) << e.what();
+  }
+}

@@ -21,7 +21,9 @@
 #include <optional>
 #include <span>
 
+#include "overlap/core/device_model.hpp"
 #include "overlap/core/error.hpp"
+#include "overlap/core/kernel_cost.hpp"
 #include "overlap/core/program.hpp"
 #include "overlap/core/timeline.hpp"
 #include "overlap/cuda/stream.hpp"
@@ -59,15 +61,34 @@ struct output_ratio {
   std::size_t in = 1;
 };
 
+/// How automatic chunking decides the chunk size (and, when not given, the
+/// stream count).
+enum class automatic_chunking {
+  /// overlap::sim::plan on a device model: the options' model, else the
+  /// built-in model of the GPU the run is on (h100 on an H100, hyperq
+  /// elsewhere); uniform chunks, depth-first issue.
+  planned,
+  /// 1/64 of the input clamped to [1 MiB, 16 MiB] and the budget, on 4 streams.
+  fixed_fraction,
+};
+
 /// How a Pipeline cuts and schedules the work. Empty optionals are chosen
 /// automatically.
 struct pipeline_options {
   /// Input bytes per chunk: a positive multiple of the input element size.
-  /// Automatic: 1/64 of the input, clamped to [1 MiB, 16 MiB] and to the budget.
+  /// Automatic: see `chunking`.
   std::optional<std::size_t> chunk_bytes;
-  /// Streams the chunks round-robin over (>= 1). Automatic: 4, enough for
-  /// H2D, kernel and D2H of three chunks to run at once.
+  /// Streams the chunks round-robin over (>= 1). Automatic: the planner's
+  /// choice, or 4 (enough for H2D, kernel and D2H of three chunks at once).
   std::optional<unsigned> streams;
+  /// How automatic chunking decides (ignored when chunk_bytes is given).
+  automatic_chunking chunking = automatic_chunking::planned;
+  /// The device model automatic chunking plans on (e.g. a file from
+  /// `overlap probe`, DeviceModel::load). Empty: the GPU's built-in model.
+  std::optional<DeviceModel> model;
+  /// What the stage costs by chunk size, when known (a fitted KernelCost);
+  /// the planner then weighs kernels against copies. Empty: copies only.
+  std::optional<KernelCost> stage_cost;
   /// Device chunk slots in the ring (>= streams). Automatic: one per stream.
   std::optional<unsigned> ring_depth;
   /// Upper bound on the ring's device bytes; chunking shrinks to fit.
@@ -132,8 +153,23 @@ struct plan {
 };
 
 /// Checks every argument and decides the chunking, with no CUDA call;
-/// throws invalid_input naming the argument.
-[[nodiscard]] plan make_plan(const erased_run& run, const pipeline_options& options);
+/// throws invalid_input naming the argument. Planned automatic chunking uses
+/// options.model, else `detected` (the GPU's built-in model), else falls
+/// back to the fixed fraction.
+[[nodiscard]] plan make_plan(const erased_run& run, const pipeline_options& options,
+                             const DeviceModel* detected = nullptr);
+
+/// The built-in model of the current device (h100 on an H100, hyperq
+/// elsewhere), looked up once per device; throws cuda_error.
+[[nodiscard]] const DeviceModel& builtin_model_of_current_device();
+
+/// The model make_plan needs from the device: the built-in one when
+/// automatic chunking is planned and the options give no model and no chunk
+/// size; nullptr otherwise (no CUDA call then).
+[[nodiscard]] inline const DeviceModel* chunking_model(const pipeline_options& options) {
+  if (options.chunk_bytes || options.model || options.chunking != automatic_chunking::planned) return nullptr;
+  return &builtin_model_of_current_device();
+}
 
 struct pipeline_resources;
 struct graph_state;
