@@ -172,7 +172,13 @@ plan make_plan(const erased_run& run, const pipeline_options& o, const DeviceMod
     throw invalid_input(
         fmt::format("ring_depth: {} is out of range (expected >= streams = {})", p.ring_depth, p.streams));
   }
-  p.chunk_input_elements = planned ? planned->chunk_elements : chunk_elements(run, o, p.ring_depth);
+  p.chunk_input_elements = chunk_elements(run, o, p.ring_depth);
+  if (planned) {
+    // The planner sized its ring as one slot per stream; a deeper ring
+    // shrinks the chunk to the budget as the fixed fraction does.
+    p.chunk_input_elements =
+        o.device_budget_bytes ? std::min(planned->chunk_elements, p.chunk_input_elements) : planned->chunk_elements;
+  }
   p.chunk_output_elements = p.chunk_input_elements * o.ratio.out / o.ratio.in;
   p.output_elements = output_needed;
   if (o.device_budget_bytes) {

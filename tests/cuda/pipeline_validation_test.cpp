@@ -501,6 +501,7 @@ overlap::sim::Plan plan_directly(std::size_t bytes, const overlap::DeviceModel& 
 TEST(PipelinePlannedChunking, TakesThePlannersUniformDepthFirstChoiceOnTheModel) {
   const std::size_t elements = 256 * MiB / sizeof(float);
   pipeline_options options;
+  options.chunking = overlap::cuda::automatic_chunking::planned;
   options.model = overlap::DeviceModel::preset("h100");
   const auto plan = make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), options);
   const auto expected = plan_directly(256 * MiB, *options.model, 8);
@@ -516,12 +517,35 @@ TEST(PipelinePlannedChunking, TakesThePlannersUniformDepthFirstChoiceOnTheModel)
 TEST(PipelinePlannedChunking, GivenStreamsAreKeptAndTheChunkIsPlannedForThem) {
   const std::size_t elements = 64 * MiB / sizeof(float);
   pipeline_options options;
+  options.chunking = overlap::cuda::automatic_chunking::planned;
   options.model = overlap::DeviceModel::preset("h100");
   options.streams = 2U;
   const auto plan = make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), options);
   EXPECT_EQ(plan.streams, 2U);
   const auto expected = plan_directly(64 * MiB, *options.model, 2);
   EXPECT_EQ(plan.chunk_input_elements * sizeof(float), expected.best.largest_chunk_bytes);
+}
+
+TEST(PipelinePlannedChunking, ADeeperRingShrinksThePlannedChunkToTheBudget) {
+  const std::size_t elements = 256 * MiB / sizeof(float);
+  pipeline_options options;
+  options.chunking = overlap::cuda::automatic_chunking::planned;
+  options.model = overlap::DeviceModel::preset("h100");
+  options.streams = 4U;
+  options.ring_depth = 8U;
+  options.device_budget_bytes = 64 * MiB;
+  const auto plan = make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), options);
+  EXPECT_LE(plan.ring_depth * 2 * plan.chunk_input_elements * sizeof(float), 64 * MiB);
+}
+
+TEST(PipelinePlannedChunking, FixedFractionIsTheDefaultAndAModelAloneChangesNothing) {
+  const std::size_t elements = 128 * MiB / sizeof(float);
+  pipeline_options defaults;
+  defaults.model = overlap::DeviceModel::preset("h100");
+  EXPECT_EQ(defaults.chunking, overlap::cuda::automatic_chunking::fixed_fraction);
+  const auto plan_default = make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), defaults);
+  EXPECT_EQ(plan_default.chunk_input_elements * sizeof(float), 2 * MiB);
+  EXPECT_EQ(plan_default.streams, 4U);
 }
 
 TEST(PipelinePlannedChunking, FixedFractionAndNoModelKeepTheOldRule) {
@@ -538,6 +562,7 @@ TEST(PipelinePlannedChunking, ChunksKeepWholeOutputsAtARatio) {
   // 256 inputs per output: every planned chunk is a multiple of 256 elements.
   const std::size_t elements = 3 * 256 * 1000 + 256;
   pipeline_options options;
+  options.chunking = overlap::cuda::automatic_chunking::planned;
   options.model = overlap::DeviceModel::preset("h100");
   options.ratio = output_ratio{1, 256};
   const auto plan = make_plan(fake_run(elements, sizeof(float), elements / 256, sizeof(float)), options);
@@ -548,6 +573,7 @@ TEST(PipelinePlannedChunking, ChunksKeepWholeOutputsAtARatio) {
 TEST(PipelinePlannedChunking, ABudgetTooSmallNamesTheOption) {
   const std::size_t elements = 64 * MiB / sizeof(float);
   pipeline_options options;
+  options.chunking = overlap::cuda::automatic_chunking::planned;
   options.model = overlap::DeviceModel::preset("h100");
   options.device_budget_bytes = 1024;  // not one ring of the smallest chunk
   try {

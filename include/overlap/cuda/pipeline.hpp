@@ -64,12 +64,15 @@ struct output_ratio {
 /// How automatic chunking decides the chunk size (and, when not given, the
 /// stream count).
 enum class automatic_chunking {
-  /// overlap::sim::plan on a device model: the options' model, else the
-  /// built-in model of the GPU the run is on (h100 on an H100, hyperq
-  /// elsewhere); uniform chunks, depth-first issue.
-  planned,
-  /// 1/64 of the input clamped to [1 MiB, 16 MiB] and the budget, on 4 streams.
+  /// 1/64 of the input clamped to [1 MiB, 16 MiB] and the budget, on 4
+  /// streams: the default, the better of the two measured on an H100 with
+  /// the built-in model (bench/RESULTS.md, issue 11).
   fixed_fraction,
+  /// overlap::sim::plan on a device model: the options' model (e.g. probed),
+  /// else the built-in model of the GPU the run is on (h100 on an H100,
+  /// hyperq elsewhere); uniform chunks, depth-first issue, then clamped to
+  /// the budget.
+  planned,
 };
 
 /// How a Pipeline cuts and schedules the work. Empty optionals are chosen
@@ -78,11 +81,11 @@ struct pipeline_options {
   /// Input bytes per chunk: a positive multiple of the input element size.
   /// Automatic: see `chunking`.
   std::optional<std::size_t> chunk_bytes;
-  /// Streams the chunks round-robin over (>= 1). Automatic: the planner's
-  /// choice, or 4 (enough for H2D, kernel and D2H of three chunks at once).
+  /// Streams the chunks round-robin over (>= 1). Automatic: 4 (enough for
+  /// H2D, kernel and D2H of three chunks at once), or the planner's choice.
   std::optional<unsigned> streams;
   /// How automatic chunking decides (ignored when chunk_bytes is given).
-  automatic_chunking chunking = automatic_chunking::planned;
+  automatic_chunking chunking = automatic_chunking::fixed_fraction;
   /// The device model automatic chunking plans on (e.g. a file from
   /// `overlap probe`, DeviceModel::load). Empty: the GPU's built-in model.
   std::optional<DeviceModel> model;
