@@ -114,9 +114,10 @@ planned_chunking plan_with_model(const erased_run& run, const pipeline_options& 
   po.max_chunks = 1024;
   std::erase_if(po.chunk_sizes,
                 [&](std::uint64_t size) { return (in_bytes + size - 1) / size > po.max_chunks; });
-  po.max_streams = o.streams.value_or(8);
-  po.orders = {issue_order::depth_first};  // the order Pipeline issues in
-  po.schedules = false;                    // Pipeline cuts uniform chunks
+  po.max_streams =
+      std::min(o.streams.value_or(8U), 8U);  // the chunk is planned for at most 8; given streams are kept
+  po.orders = {issue_order::depth_first};    // the order Pipeline issues in
+  po.schedules = false;                      // Pipeline cuts uniform chunks
   po.ring_factors = {1};
   // Planning a 256 MiB run takes tens of milliseconds: remember the last
   // answer, since a program runs the same sizes again and again.
@@ -176,8 +177,8 @@ plan make_plan(const erased_run& run, const pipeline_options& o, const DeviceMod
   if (planned) {
     // The planner sized its ring as one slot per stream; a deeper ring
     // shrinks the chunk to the budget as the fixed fraction does.
-    p.chunk_input_elements =
-        o.device_budget_bytes ? std::min(planned->chunk_elements, p.chunk_input_elements) : planned->chunk_elements;
+    p.chunk_input_elements = o.device_budget_bytes ? std::min(planned->chunk_elements, p.chunk_input_elements)
+                                                   : planned->chunk_elements;
   }
   p.chunk_output_elements = p.chunk_input_elements * o.ratio.out / o.ratio.in;
   p.output_elements = output_needed;
