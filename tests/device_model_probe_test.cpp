@@ -8,7 +8,6 @@
 #include <string>
 
 #include "cli_run.hpp"
-
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/error.hpp"
 
@@ -119,7 +118,8 @@ TEST(DeviceModelProbe, EveryCommandLoadsAProbedModelFile) {
   std::ofstream(good) << probed().to_json();
   const std::string examples = std::string(OVERLAP_SOURCE_DIR) + "/examples/";
   const std::vector<std::vector<std::string>> commands = {
-      {"simulate", "--h2d", "1", "--kernel", "1", "--d2h", "1", "--chunks", "4", "--streams", "2", "--device", good},
+      {"simulate", "--h2d", "1", "--kernel", "1", "--d2h", "1", "--chunks", "4", "--streams", "2", "--device",
+       good},
       {"simulate", examples + "seed004.yaml", "--device", good},
       {"check", examples + "check/cuda-default-stream-trap.yaml", "--device", good},
       {"plan", "--bytes-in", "64MiB", "--bytes-out", "64MiB", "--kernel", "0.1", "--device", good},

@@ -104,9 +104,15 @@ double copy_bench::alone_ms(copy_direction direction, host_memory memory, std::s
 }
 
 std::pair<double, double> copy_bench::both_ms(std::size_t bytes, unsigned count) {
+  return released_pair_ms(bytes, count, {});
+}
+
+std::pair<double, double> copy_bench::released_pair_ms(std::size_t bytes, unsigned count,
+                                                       const std::function<void(cudaStream_t)>& beside) {
   cudaStream_t held = streams_[0].handle;
   cudaStream_t up = streams_[1].handle;
   cudaStream_t down = streams_[2].handle;
+  cudaStream_t busy = streams_[3].handle;
   owned_event released;
   owned_event up_end;
   owned_event down_end;
@@ -114,6 +120,10 @@ std::pair<double, double> copy_bench::both_ms(std::size_t bytes, unsigned count)
   check(cudaEventRecord(released.handle, held), "cudaEventRecord");
   check(cudaStreamWaitEvent(up, released.handle, 0), "cudaStreamWaitEvent");
   check(cudaStreamWaitEvent(down, released.handle, 0), "cudaStreamWaitEvent");
+  if (beside) {
+    check(cudaStreamWaitEvent(busy, released.handle, 0), "cudaStreamWaitEvent");
+    beside(busy);
+  }
   for (unsigned i = 0; i < count; ++i) {
     copy(copy_direction::h2d, host_memory::pinned, bytes, offset_of(i, bytes, capacity_), up);
     copy(copy_direction::d2h, host_memory::pinned, bytes, offset_of(i, bytes, capacity_), down);
@@ -126,43 +136,24 @@ std::pair<double, double> copy_bench::both_ms(std::size_t bytes, unsigned count)
 }
 
 std::pair<double, double> copy_bench::both_beside_memory_kernel_ms(std::size_t bytes, unsigned count) {
-  cudaStream_t held = streams_[0].handle;
-  cudaStream_t up = streams_[1].handle;
-  cudaStream_t down = streams_[2].handle;
   cudaStream_t busy = streams_[3].handle;
   constexpr std::size_t scratch_floats = std::size_t{16} << 20;  // 64 MiB each way
   owned_device scratch_in(scratch_floats * sizeof(float));
   owned_device scratch_out(scratch_floats * sizeof(float));
-  owned_event released;
-  owned_event up_end;
-  owned_event down_end;
+  auto* in = static_cast<float*>(scratch_in.data);
+  auto* out = static_cast<float*>(scratch_out.data);
   // Time the kernel once so it can be sized to outlast both trains.
   owned_event k0;
   owned_event k1;
   check(cudaEventRecord(k0.handle, busy), "cudaEventRecord");
-  launch_memory_stream(static_cast<float*>(scratch_in.data), static_cast<float*>(scratch_out.data),
-                       scratch_floats, 1, busy);
+  launch_memory_stream(in, out, scratch_floats, 1, busy);
   check(cudaEventRecord(k1.handle, busy), "cudaEventRecord");
   check(cudaStreamSynchronize(busy), "cudaStreamSynchronize");
   const double pass_ms = std::max(1e-3, elapsed_ms(k0, k1));
   const double train_ms = 2.0 * count * static_cast<double>(bytes) / 40e6;  // at most ~40 GB/s each way
   const auto passes = static_cast<unsigned>(std::min(100000.0, train_ms / pass_ms + 1.0));
-
-  hold_.hold(held);
-  check(cudaEventRecord(released.handle, held), "cudaEventRecord");
-  for (cudaStream_t s : {up, down, busy})
-    check(cudaStreamWaitEvent(s, released.handle, 0), "cudaStreamWaitEvent");
-  launch_memory_stream(static_cast<float*>(scratch_in.data), static_cast<float*>(scratch_out.data),
-                       scratch_floats, passes, busy);
-  for (unsigned i = 0; i < count; ++i) {
-    copy(copy_direction::h2d, host_memory::pinned, bytes, offset_of(i, bytes, capacity_), up);
-    copy(copy_direction::d2h, host_memory::pinned, bytes, offset_of(i, bytes, capacity_), down);
-  }
-  check(cudaEventRecord(up_end.handle, up), "cudaEventRecord");
-  check(cudaEventRecord(down_end.handle, down), "cudaEventRecord");
-  hold_.release();
-  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-  return {elapsed_ms(released, up_end) / count, elapsed_ms(released, down_end) / count};
+  return released_pair_ms(bytes, count,
+                          [&](cudaStream_t s) { launch_memory_stream(in, out, scratch_floats, passes, s); });
 }
 
 double copy_bench::two_stream_h2d_gbps(std::size_t bytes, unsigned count) {

@@ -2,7 +2,9 @@
 // held GPU, one copy alone, and several streams' trains released at once.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -10,6 +12,13 @@
 #include "overlap/core/program.hpp"
 
 namespace overlap::probe::detail {
+
+/// Copies in a train of `bytes` copies: enough to move `train_bytes`, at
+/// least 4 and at most 256 (a stream holds a bounded number of queued ops
+/// before a call blocks).
+[[nodiscard]] inline unsigned train_length(std::size_t bytes, std::size_t train_bytes) {
+  return static_cast<unsigned>(std::clamp<std::size_t>(train_bytes / bytes, 4, 256));
+}
 
 /// The buffers every copy measurement uses: pinned and pageable host memory
 /// and two device buffers, each `capacity` bytes. Copies walk through them
@@ -57,6 +66,10 @@ class copy_bench {
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
 
  private:
+  /// An H2D and a D2H train released together on two streams, with
+  /// `beside` (if set) launching work on a third stream released with them.
+  std::pair<double, double> released_pair_ms(std::size_t bytes, unsigned count,
+                                             const std::function<void(cudaStream_t)>& beside);
   void* host(host_memory memory, std::size_t offset) noexcept;
   void* device(int which, std::size_t offset) noexcept;
   void copy(copy_direction direction, host_memory memory, std::size_t bytes, std::size_t offset,

@@ -14,12 +14,6 @@ namespace {
 
 constexpr std::size_t MiB = std::size_t{1} << 20;
 
-// Copies in a train: enough to move train_bytes, at least 4 and at most 256
-// (a stream holds a bounded number of queued ops before a call blocks).
-unsigned train_length(std::size_t bytes, std::size_t train_bytes) {
-  return static_cast<unsigned>(std::clamp<std::size_t>(train_bytes / bytes, 4, 256));
-}
-
 void keep_best(link_rate& best, std::size_t bytes, const measured& gbps) {
   if (gbps.median > best.gigabytes_per_second) best = {gbps.median, bytes, gbps.spread()};
 }
@@ -39,7 +33,7 @@ link_peaks measure_link_peaks(const link_peak_options& options) {
   detail::copy_bench bench(*std::max_element(sizes.begin(), sizes.end()) * 2);
   link_peaks peaks;
   for (const std::size_t bytes : sizes) {
-    const unsigned count = train_length(bytes, options.train_bytes);
+    const unsigned count = detail::train_length(bytes, options.train_bytes);
     std::vector<double> up;
     std::vector<double> down;
     std::vector<double> both;

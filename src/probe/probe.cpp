@@ -53,10 +53,6 @@ plan make_plan(bool quick) {
           256 * MiB};
 }
 
-unsigned train_length(std::size_t bytes, std::size_t train_bytes) {
-  return static_cast<unsigned>(std::clamp<std::size_t>(train_bytes / bytes, 4, 256));
-}
-
 class stepper {
  public:
   stepper(const probe_options& options, std::size_t steps) : options_(options), steps_(steps) {}
@@ -85,13 +81,35 @@ copy_sweep sweep(detail::copy_bench& bench, copy_direction direction, host_memor
   for (const std::size_t bytes : sizes) {
     copy_point point;
     point.bytes = bytes;
-    const unsigned count = train_length(bytes, train_bytes);
+    const unsigned count = detail::train_length(bytes, train_bytes);
     (void)bench.train_ms(direction, memory, bytes, count);  // warm-up
     point.train_ms = repeat(reps, [&] { return bench.train_ms(direction, memory, bytes, count); });
     point.alone_ms = repeat(reps, [&] { return bench.alone_ms(direction, memory, bytes); });
     result.points.push_back(point);
   }
   return result;
+}
+
+// Both directions' per-copy times at each size, `reps` times (after one
+// untimed run when `warm_up`), from `measure(bytes, copies)` -> {h2d, d2h}.
+template <typename Measure>
+std::vector<bidirectional_point> bidirectional_sweep(const std::vector<std::size_t>& sizes,
+                                                     std::size_t train_bytes, unsigned reps, bool warm_up,
+                                                     Measure&& measure) {
+  std::vector<bidirectional_point> points;
+  for (const std::size_t bytes : sizes) {
+    const unsigned count = detail::train_length(bytes, train_bytes);
+    if (warm_up) (void)measure(bytes, count);
+    std::vector<double> up;
+    std::vector<double> down;
+    for (unsigned r = 0; r < reps; ++r) {
+      const auto [h2d, d2h] = measure(bytes, count);
+      up.push_back(h2d);
+      down.push_back(d2h);
+    }
+    points.push_back({bytes, summarize(up), summarize(down)});
+  }
+  return points;
 }
 
 std::vector<arbitration_run> arbitration(detail::copy_bench& bench) {
@@ -163,35 +181,18 @@ probe_measurements run_probe(const probe_options& options) {
                          p.pageable_train_bytes, std::min(p.reps, 3U));
 
   step("both directions at once");
-  for (const std::size_t bytes : p.both_sizes) {
-    const unsigned count = train_length(bytes, p.train_bytes);
-    std::vector<double> up;
-    std::vector<double> down;
-    (void)bench.both_ms(bytes, count);
-    for (unsigned r = 0; r < p.reps; ++r) {
-      const auto [h2d, d2h] = bench.both_ms(bytes, count);
-      up.push_back(h2d);
-      down.push_back(d2h);
-    }
-    m.bidirectional.push_back({bytes, summarize(up), summarize(down)});
-  }
+  m.bidirectional =
+      bidirectional_sweep(p.both_sizes, p.train_bytes, p.reps, /*warm_up=*/true,
+                          [&](std::size_t bytes, unsigned count) { return bench.both_ms(bytes, count); });
 
   step("both directions beside a memory-bound kernel");
-  for (const std::size_t bytes : p.both_sizes) {
-    const unsigned count = train_length(bytes, p.train_bytes);
-    std::vector<double> up;
-    std::vector<double> down;
-    for (unsigned r = 0; r < std::min(p.reps, 3U); ++r) {
-      const auto [h2d, d2h] = bench.both_beside_memory_kernel_ms(bytes, count);
-      up.push_back(h2d);
-      down.push_back(d2h);
-    }
-    m.bidirectional_beside_memory_kernel.push_back({bytes, summarize(up), summarize(down)});
-  }
+  m.bidirectional_beside_memory_kernel = bidirectional_sweep(
+      p.both_sizes, p.train_bytes, std::min(p.reps, 3U), /*warm_up=*/false,
+      [&](std::size_t bytes, unsigned count) { return bench.both_beside_memory_kernel_ms(bytes, count); });
 
   step("device-to-device copies and memsets");
   for (const std::size_t bytes : p.both_sizes) {
-    const unsigned count = train_length(bytes, p.train_bytes);
+    const unsigned count = detail::train_length(bytes, p.train_bytes);
     m.d2d.points.push_back(
         {bytes, repeat(p.reps, [&] { return bench.device_train_ms(false, bytes, count); }), {}});
     m.memset.points.push_back(
@@ -201,7 +202,7 @@ probe_measurements run_probe(const probe_options& options) {
   step("two streams copying one direction");
   {
     const std::size_t bytes = 4 * MiB;
-    const unsigned count = train_length(bytes, p.train_bytes / 2);
+    const unsigned count = detail::train_length(bytes, p.train_bytes / 2);
     const double one = static_cast<double>(bytes) /
                        (bench.train_ms(copy_direction::h2d, host_memory::pinned, bytes, count) * 1e6);
     m.same_direction_speedup = repeat(p.reps, [&] { return bench.two_stream_h2d_gbps(bytes, count) / one; });
@@ -217,8 +218,8 @@ probe_measurements run_probe(const probe_options& options) {
       if (point.bytes == MiB) train_1mib = point.train_ms.median;
     }
     if (train_1mib == 0.0) {
-      train_1mib =
-          bench.train_ms(copy_direction::d2h, host_memory::pinned, MiB, train_length(MiB, p.train_bytes));
+      train_1mib = bench.train_ms(copy_direction::d2h, host_memory::pinned, MiB,
+                                  detail::train_length(MiB, p.train_bytes));
     }
     const unsigned reps = p.reps * 3;
     m.copy_start_ms = repeat(reps, [&] { return bench.copy_after_kernel_ms(train_1mib); });
