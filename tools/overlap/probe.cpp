@@ -50,8 +50,14 @@ struct ProbeOptions {
 
 #if OVERLAP_HAS_CUDA
 
+// "256 KiB", "16 MiB": the probe's sizes are whole KiB or MiB.
+std::string size_text(std::size_t bytes) {
+  return bytes >= (std::size_t{1} << 20) ? fmt::format("{} MiB", bytes >> 20)
+                                         : fmt::format("{} KiB", bytes >> 10);
+}
+
 std::string rate_text(const probe::link_rate& r) {
-  return fmt::format("{:.1f} GB/s (at {} MiB copies)", r.gigabytes_per_second, r.at_bytes >> 20);
+  return fmt::format("{:.1f} GB/s (at {} copies)", r.gigabytes_per_second, size_text(r.at_bytes));
 }
 
 std::string summary_text(const probe::probe_measurements& m, const DeviceModel& model) {
@@ -68,7 +74,7 @@ std::string summary_text(const probe::probe_measurements& m, const DeviceModel& 
     const auto& with = m.bidirectional_beside_memory_kernel[i];
     const auto& without = m.bidirectional[i];
     beside +=
-        fmt::format(" {} MiB: {:.2f}x/{:.2f}x", with.bytes >> 20, with.h2d_ms.median / without.h2d_ms.median,
+        fmt::format(" {}: {:.2f}x/{:.2f}x", size_text(with.bytes), with.h2d_ms.median / without.h2d_ms.median,
                     with.d2h_ms.median / without.d2h_ms.median);
   }
   text +=
@@ -81,8 +87,8 @@ std::string summary_text(const probe::probe_measurements& m, const DeviceModel& 
       order += fmt::format(" s{}c{}@{:.0f}", run.finish_order[i].first, run.finish_order[i].second,
                            run.finish_ms[i] * 1e3);
     }
-    text += fmt::format("  copy-engine order, {} streams x {} copies of {} MiB issued {} (finish us):{}\n",
-                        run.streams, run.copies_per_stream, run.bytes >> 20, run.issue, order);
+    text += fmt::format("  copy-engine order, {} streams x {} copies of {} issued {} (finish us):{}\n",
+                        run.streams, run.copies_per_stream, size_text(run.bytes), run.issue, order);
   }
   text += fmt::format(
       "  host cost per call (us): copy {:.2f}, launch {:.2f}, record {:.2f}, wait {:.2f}, graph launch "
