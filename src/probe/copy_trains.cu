@@ -9,19 +9,23 @@ namespace overlap::probe::detail {
 copy_bench::copy_bench(std::size_t capacity)
     : capacity_(capacity),
       pinned_(capacity),
+      pinned_out_(capacity),
       pageable_(new unsigned char[capacity]),
       device_in_(capacity),
       device_out_(capacity) {
   // Touch every page: a first copy from untouched pageable memory would time page faults.
   std::memset(pageable_.get(), 0x5a, capacity);
   std::memset(pinned_.data, 0xa5, capacity);
+  std::memset(pinned_out_.data, 0x3c, capacity);
   check(cudaMemset(device_in_.data, 1, capacity), "cudaMemset");
   check(cudaMemset(device_out_.data, 2, capacity), "cudaMemset");
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
-void* copy_bench::host(host_memory memory, std::size_t offset) noexcept {
-  auto* base = memory == host_memory::pinned ? static_cast<unsigned char*>(pinned_.data) : pageable_.get();
+void* copy_bench::host(host_memory memory, copy_direction direction, std::size_t offset) noexcept {
+  if (memory == host_memory::pageable) return pageable_.get() + offset;
+  auto* base =
+      static_cast<unsigned char*>(direction == copy_direction::h2d ? pinned_.data : pinned_out_.data);
   return base + offset;
 }
 
@@ -32,10 +36,12 @@ void* copy_bench::device(int which, std::size_t offset) noexcept {
 void copy_bench::copy(copy_direction direction, host_memory memory, std::size_t bytes, std::size_t offset,
                       cudaStream_t stream) {
   if (direction == copy_direction::h2d) {
-    check(cudaMemcpyAsync(device(0, offset), host(memory, offset), bytes, cudaMemcpyHostToDevice, stream),
+    check(cudaMemcpyAsync(device(0, offset), host(memory, direction, offset), bytes, cudaMemcpyHostToDevice,
+                          stream),
           "cudaMemcpyAsync H2D");
   } else {
-    check(cudaMemcpyAsync(host(memory, offset), device(1, offset), bytes, cudaMemcpyDeviceToHost, stream),
+    check(cudaMemcpyAsync(host(memory, direction, offset), device(1, offset), bytes, cudaMemcpyDeviceToHost,
+                          stream),
           "cudaMemcpyAsync D2H");
   }
 }
@@ -169,7 +175,7 @@ double copy_bench::two_stream_h2d_gbps(std::size_t bytes, unsigned count) {
   for (unsigned i = 0; i < count; ++i) {
     for (int k = 0; k < 2; ++k) {
       const std::size_t offset = k * half + offset_of(i, bytes, half);
-      check(cudaMemcpyAsync(device(0, offset), host(host_memory::pinned, offset), bytes,
+      check(cudaMemcpyAsync(device(0, offset), host(host_memory::pinned, copy_direction::h2d, offset), bytes,
                             cudaMemcpyHostToDevice, streams_[k + 1].handle),
             "cudaMemcpyAsync H2D");
     }

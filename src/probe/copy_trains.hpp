@@ -20,9 +20,14 @@ namespace overlap::probe::detail {
   return static_cast<unsigned>(std::clamp<std::size_t>(train_bytes / bytes, 4, 256));
 }
 
-/// The buffers every copy measurement uses: pinned and pageable host memory
-/// and two device buffers, each `capacity` bytes. Copies walk through them
-/// so a train does not copy one cached region over and over.
+/// The buffers every copy measurement uses: two pinned host buffers (H2D
+/// copies read one, D2H copies write the other, as in a pipeline), pageable
+/// host memory and two device buffers, each `capacity` bytes. Copies walk
+/// through them so a train does not copy one cached region over and over.
+///
+/// The two directions must not share host pages: on an H100 host, an H2D
+/// and a D2H train over the same pinned pages moved 100 GB/s together at
+/// 64 MiB copies, over separate pages 93 GB/s (bench/RESULTS.md, issue 11).
 class copy_bench {
  public:
   explicit copy_bench(std::size_t capacity);
@@ -70,13 +75,14 @@ class copy_bench {
   /// `beside` (if set) launching work on a third stream released with them.
   std::pair<double, double> released_pair_ms(std::size_t bytes, unsigned count,
                                              const std::function<void(cudaStream_t)>& beside);
-  void* host(host_memory memory, std::size_t offset) noexcept;
+  void* host(host_memory memory, copy_direction direction, std::size_t offset) noexcept;
   void* device(int which, std::size_t offset) noexcept;
   void copy(copy_direction direction, host_memory memory, std::size_t bytes, std::size_t offset,
             cudaStream_t stream);
 
   std::size_t capacity_;
-  owned_pinned pinned_;
+  owned_pinned pinned_;      // H2D sources
+  owned_pinned pinned_out_;  // D2H destinations
   std::unique_ptr<unsigned char[]> pageable_;
   owned_device device_in_;
   owned_device device_out_;
