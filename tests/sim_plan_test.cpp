@@ -169,6 +169,23 @@ TEST(PlanH100, ComputeBoundPicksARampOnTwoStreams) {
   EXPECT_EQ(plan.floor.bound, "kernel");
 }
 
+TEST(PlanH100, AFittedCurveIsNeverPredictedUnderTheKernelAlone) {
+  // A compute-bound stage of 0.0675 ms + 0.428 ms/MiB per chunk (measured on
+  // an H100): its chunks ask nearly all the SMs, so no schedule overlaps two
+  // of them at full speed, on the preset (SMs not shared) or with sharing.
+  sim::Workload w;
+  w.bytes_in = 256 * MiB;
+  w.bytes_out = MiB;
+  w.kernel_cost = KernelCost{0.0675, 0.428, 0};
+  for (const bool share : {false, true}) {
+    DeviceModel h100 = DeviceModel::preset("h100");
+    h100.kernels_share_sms = share;
+    const sim::Plan plan = sim::plan(w, h100);
+    expect_sound(plan);
+    EXPECT_GE(plan.best.predicted_ms, 0.428 * 256) << share;
+  }
+}
+
 TEST(PlanH100, BudgetLimitsTheRing) {
   sim::Workload w;
   w.bytes_in = w.bytes_out = 1024 * MiB;

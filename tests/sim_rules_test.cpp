@@ -224,6 +224,22 @@ TEST(SimRules, AKernelFillingTheGpuDelaysTheNextSmallerOnesShare) {
   expect_span(sim::simulate(halves, unit_model), together, 0.0, 1.0);
 }
 
+TEST(SimRules, WithoutSharingKernelsThatTogetherAskTooMuchRunOneAfterTheOther) {
+  // Without kernels_share_sms a kernel runs at its solo speed, so two that
+  // each ask 0.6 of the SMs (or 0.98, a fitted curve's large chunks) cannot
+  // both run at that speed: the second starts when the first ends.
+  for (const double share : {0.6, 0.98}) {
+    Program p;
+    const auto a = p.add_stream("a");
+    const auto b = p.add_stream("b");
+    p.kernel(a, 2.0, share);
+    const auto second = p.kernel(b, 1.0, share);
+    const Timeline t = sim::simulate(p, unit_model);
+    expect_span(t, second, 2.0, 3.0);
+    EXPECT_EQ(span_of(t, second).waited_because, wait_reason::gpu_full) << share;
+  }
+}
+
 TEST(SimRules, AKernelStartsOnTheSmsARunningSmallOneLeavesFree) {
   // A long kernel on one SM of 100 does not hold back a full-size kernel:
   // the block scheduler runs its blocks on the other 99 (seen on the H100

@@ -62,7 +62,12 @@ ChunkCosts chunk_costs(const std::vector<std::uint64_t>& chunks, const Workload&
   const bool has_output = workload.bytes_out > 0;
   for (const ChunkBytes& chunk : chunk_bytes(shape)) {
     costs.h2d.push_back(copy_time(copy_direction::h2d, chunk.in.bytes, workload.memory, model));
-    costs.kernel.push_back(kernel ? kernel->time(chunk.in.bytes) : 0.0);
+    const double time = kernel ? kernel->time(chunk.in.bytes) : 0.0;
+    costs.kernel.push_back(time);
+    // As make_pipeline_program sets the kernel's share: per-byte work over the whole time.
+    const double work =
+        kernel ? kernel->ms_per_mib * static_cast<double>(chunk.in.bytes) / (1024.0 * 1024.0) : 0.0;
+    costs.kernel_sm.push_back(time > 0.0 ? time * std::clamp(work / time, 0.01, 1.0) : 0.0);
     costs.d2h.push_back(has_output ? copy_time(copy_direction::d2h, chunk.out.bytes, workload.memory, model)
                                    : 0.0);
   }
@@ -80,11 +85,13 @@ ChunkCosts chunk_costs(const std::vector<std::uint64_t>& chunks, const Workload&
 double lower_bound(const ChunkCosts& costs, std::uint32_t streams, const DeviceModel& model) {
   const std::size_t n = costs.h2d.size();
   const double h2d = sum(costs.h2d);
-  const double kernel = sum(costs.kernel);
   const double d2h = sum(costs.d2h);
-  // Each engine runs its ops one at a time (a pipeline kernel fills the GPU),
-  // and copies both ways slow each other.
-  double bound = std::max(copy_floor(h2d, d2h, model), kernel);
+  // The SMs do every kernel's work at most once over: with shared SMs the
+  // kernels' shares of the GPU add up to at most 1; without, a kernel starts
+  // with 90% of its ask free, so they add up to at most 1 / 0.9.
+  const double sm_work = sum(costs.kernel_sm) * (model.kernels_share_sms ? 1.0 : 0.9);
+  // Each copy engine runs its copies one at a time, and copies both ways slow each other.
+  double bound = std::max(copy_floor(h2d, d2h, model), sm_work);
   // No download starts before some chunk's upload and kernel are done: by
   // then at most that much upload work is done, the rest still shares the link.
   const double first_download = min_pair_sum(costs.h2d, costs.kernel);
@@ -105,7 +112,7 @@ double lower_bound(const ChunkCosts& costs, std::uint32_t streams, const DeviceM
   // wait for an upload and leave a download behind.
   bound = std::max(bound, h2d + min_pair_sum(costs.kernel, costs.d2h));
   bound = std::max(bound, min_pair_sum(costs.h2d, costs.kernel) + d2h);
-  bound = std::max(bound, *std::min_element(costs.h2d.begin(), costs.h2d.end()) + kernel +
+  bound = std::max(bound, *std::min_element(costs.h2d.begin(), costs.h2d.end()) + sm_work +
                               *std::min_element(costs.d2h.begin(), costs.d2h.end()));
   return bound;
 }
@@ -120,7 +127,13 @@ PlanFloor floor_of(const Workload& workload, const std::optional<KernelCost>& ke
   floor.h2d_ms = static_cast<double>(workload.bytes_in) / (h2d_rate * 1e6);
   floor.d2h_ms = static_cast<double>(workload.bytes_out) / (d2h_rate * 1e6);
   floor.copies_ms = copy_floor(floor.h2d_ms, floor.d2h_ms, model);
-  floor.kernel_ms = kernel ? kernel->time(workload.bytes_in) : 0.0;
+  // The kernels' per-byte work over all the data: a launch's fixed part can
+  // hide behind another stream's kernel, so one launch over everything is
+  // not a floor (a time or a rate has no fixed part: the same figure).
+  floor.kernel_ms =
+      kernel ? std::min(kernel->time(workload.bytes_in),
+                        kernel->ms_per_mib * static_cast<double>(workload.bytes_in) / (1024.0 * 1024.0))
+             : 0.0;
   floor.total_ms = std::max(floor.copies_ms, floor.kernel_ms);
   if (floor.kernel_ms > floor.copies_ms) {
     floor.bound = "kernel";

@@ -17,6 +17,9 @@ namespace overlap::sim::detail {
 struct ChunkCosts {
   std::vector<double> h2d;
   std::vector<double> kernel;  ///< empty entries (0) when there is no kernel
+  /// Each kernel's SM work: its time x the share of the SMs it keeps busy
+  /// (a curve's fixed part and partial wave leave SMs to other streams).
+  std::vector<double> kernel_sm;
   std::vector<double> d2h;     ///< 0 when there is no output
   double issue_ms = 0.0;       ///< host time to issue every call, the final synchronize included
   double last_issue_ms = 0.0;  ///< host time until the last stream op is issued

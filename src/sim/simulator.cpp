@@ -394,13 +394,23 @@ class Simulation {
     switch (s.unit) {
       case engine::none: return true;
       case engine::compute:
-        // The block scheduler puts a kernel's blocks on whatever SMs are
-        // free: it can start while the GPU is not full, and takes what is
-        // left (a kernel that fills the GPU still holds back the next one).
-        if (model_.kernels_share_sms) return e.running < model_.max_concurrent_kernels;
-        return e.running < model_.max_concurrent_kernels && e.share_used < 1.0 - 1e-9;
+        // Shared SMs: the block scheduler puts a kernel's blocks on whatever
+        // SMs are free, and sm_sharing slows the kernels that then ask for
+        // more than the GPU has. Without sharing a kernel runs at its solo
+        // speed, so it starts only once nearly all the SMs it asks for are
+        // free: beside a one-block kernel a full-size one starts at once
+        // (seen on an H100), but two kernels of share 0.6 (or of 0.98, a
+        // fitted curve's large chunks) do not run together at full speed.
+        if (e.running >= model_.max_concurrent_kernels) return false;
+        if (model_.kernels_share_sms || e.running == 0) return true;
+        return 1.0 - e.share_used >= 0.9 * kernel_share(id) - 1e-9;
       default: return e.running == 0;
     }
+  }
+
+  double kernel_share(op_id id) const {
+    const Op& op = program_.ops()[id];
+    return op.kind == op_kind::kernel ? op.gpu_share : 1.0;
   }
 
   bool ready_now(op_id id) const {
@@ -508,7 +518,7 @@ class Simulation {
     e.running++;
     if (is_copy_engine(s.unit)) e.last_stream = *op.stream;
     if (s.unit == engine::compute) {
-      s.share_taken = std::min(op.kind == op_kind::kernel ? op.gpu_share : 1.0, 1.0 - e.share_used);
+      s.share_taken = std::min(kernel_share(id), 1.0 - e.share_used);
       e.share_used += s.share_taken;
     }
     start_context context;

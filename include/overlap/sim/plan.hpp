@@ -102,7 +102,7 @@ struct PlanFloor {
   double h2d_ms = 0.0;     ///< bytes_in at the H2D curve's peak rate
   double d2h_ms = 0.0;     ///< bytes_out at the D2H curve's peak rate
   double copies_ms = 0.0;  ///< both directions, overlapped under the bidirectional slowdown (or one engine)
-  double kernel_ms = 0.0;  ///< the kernel over all the data in one launch
+  double kernel_ms = 0.0;  ///< the kernel's per-byte work over all the data (no launch's fixed part)
   double total_ms = 0.0;   ///< the largest of the above
   std::string bound;       ///< which of them: "copies", "kernel"
 };
