@@ -87,24 +87,17 @@ Timeline measured_timeline(const Program& program, const std::vector<event>& tim
 
 run_report pipeline_engine::run(const erased_run& r, const pipeline_options& options,
                                 const erased_stage& stage) {
-  // Every argument is checked first (make_plan makes no CUDA call, and the
-  // host memory check comes next); then, for planned automatic chunking,
-  // the device's model decides the chunking and the run is described again.
-  plan p = make_plan(r, options);
-  run_report report = report_of(p, r);
-  if (r.input_elements == 0) return report;
-  PipelineShape shape = describe_run(p, r, options, report);
-  std::vector<host_registration> registrations;
-  require_pinned(r, shape, options.pageable, registrations);
-  if (const DeviceModel* model = chunking_model(options)) {
-    p = make_plan(r, options, model);
-    report = report_of(p, r);
-    shape = describe_run(p, r, options, report);
-  }
-
   if (!resources_) resources_ = std::make_unique<pipeline_resources>();
   pipeline_resources& res = *resources_;
-  res.prepare(p, shape.h2d_chunk_bytes, shape.d2h_chunk_bytes);
+  std::vector<host_registration> registrations;
+  settled_run settled = settle_run(r, options, stage, registrations, res.calibration);
+  const plan& p = settled.p;
+  const PipelineShape& shape = settled.shape;
+  run_report& report = settled.report;
+  if (r.input_elements == 0) return report;
+
+  res.prepare(p, p.chunk_input_elements * r.input_element_bytes,
+              p.chunk_output_elements * r.output_element_bytes);
   report.device_bytes = res.ring_bytes();
   const bool record = options.record == recording::on;
   // t0, then a start and an end event for each of a chunk's 3 ops.

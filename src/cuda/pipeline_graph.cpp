@@ -58,26 +58,20 @@ void join_streams(graph_state& g) {
 
 pipeline_graph capture_pipeline(const erased_run& r, const pipeline_options& options,
                                 const erased_stage& stage) {
-  // Every argument is checked first with no CUDA call (as in run()); then,
-  // for planned automatic chunking, the device's model decides the chunking.
-  plan p = make_plan(r, options);
   if (options.record == recording::on) {
     throw invalid_input(
         "record: recording::on cannot be captured into a graph (its timing events would not be "
         "recorded); use Pipeline::run to record a Timeline");
   }
   auto g = std::make_unique<graph_state>();
-  g->captured = report_of(p, r);
+  settled_run settled = settle_run(r, options, stage, g->registrations, g->resources.calibration);
+  const plan& p = settled.p;
+  const PipelineShape& shape = settled.shape;
+  g->captured = std::move(settled.report);
   run_report& report = g->captured;
   if (r.input_elements == 0) return pipeline_graph(std::move(g));  // replays nothing
-  PipelineShape shape = describe_run(p, r, options, report);
-  require_pinned(r, shape, options.pageable, g->registrations);
-  if (const DeviceModel* model = chunking_model(options)) {
-    p = make_plan(r, options, model);
-    report = report_of(p, r);
-    shape = describe_run(p, r, options, report);
-  }
-  g->resources.prepare(p, shape.h2d_chunk_bytes, shape.d2h_chunk_bytes);
+  g->resources.prepare(p, p.chunk_input_elements * r.input_element_bytes,
+                       p.chunk_output_elements * r.output_element_bytes);
   report.device_bytes = g->resources.ring_bytes();
 
   issuer issue(r, p, shape, stage, op_timing::off);

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <exception>
 #include <limits>
 
 #include "overlap/check/races.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/nvtx.hpp"
+#include "pipeline_calibrate.hpp"
 
 namespace overlap::cuda::detail {
 
@@ -24,9 +26,17 @@ PipelineShape shape_of(const plan& p, const erased_run& r) {
   shape.ring_depth = p.ring_depth;
   shape.kind = stream_kind::non_blocking;
   shape.h2d_bytes = r.input_elements * r.input_element_bytes;
-  shape.h2d_chunk_bytes = p.chunk_input_elements * r.input_element_bytes;
   shape.d2h_bytes = p.output_elements * r.output_element_bytes;
-  shape.d2h_chunk_bytes = p.chunk_output_elements * r.output_element_bytes;
+  if (p.schedule.empty()) {
+    shape.h2d_chunk_bytes = p.chunk_input_elements * r.input_element_bytes;
+    shape.d2h_chunk_bytes = p.chunk_output_elements * r.output_element_bytes;
+  } else {
+    // Each chunk's output is its input's share of d2h_bytes, which is whole
+    // elements: every chunk but the last holds whole units of ratio.in.
+    shape.chunk_schedule.reserve(p.schedule.size());
+    for (const std::size_t elements : p.schedule)
+      shape.chunk_schedule.push_back(elements * r.input_element_bytes);
+  }
   shape.kernel_time = 0.0;  // unknown until measured; present so the stage is in the program
   shape.memory = host_memory::pinned;
   return shape;
@@ -55,6 +65,9 @@ run_report report_of(const plan& p, const erased_run& r) {
   run_report report;
   report.chunks = p.chunks;
   report.chunk_bytes = p.chunk_input_elements * r.input_element_bytes;
+  report.chunk_schedule.reserve(p.schedule.size());
+  for (const std::size_t elements : p.schedule)
+    report.chunk_schedule.push_back(elements * r.input_element_bytes);
   report.streams = p.streams;
   report.ring_depth = p.ring_depth;
   return report;
@@ -72,6 +85,39 @@ void require_pinned(const erased_run& r, const PipelineShape& shape, pageable_me
                     std::vector<host_registration>& registrations) {
   require_pinned_range(r.input, shape.h2d_bytes, "input", policy, registrations);
   require_pinned_range(r.output, shape.d2h_bytes, "output", policy, registrations);
+}
+
+settled_run settle_run(const erased_run& r, const pipeline_options& options, const erased_stage& stage,
+                       std::vector<host_registration>& registrations, std::optional<KernelFit>& calibration) {
+  // Checked first with the fixed fraction, so that planning (tens of
+  // milliseconds) runs once, after the stage is calibrated.
+  pipeline_options unplanned = options;
+  unplanned.chunking = automatic_chunking::fixed_fraction;
+  unplanned.calibrate = stage_calibration::off;
+  settled_run s{make_plan(r, unplanned), {}, {}};
+  s.report = report_of(s.p, r);
+  if (r.input_elements == 0) return s;
+  s.shape = describe_run(s.p, r, options, s.report);
+  require_pinned(r, s.shape, options.pageable, registrations);
+  pipeline_options planning = options;
+  if (options.calibrate == stage_calibration::on) {
+    if (!calibration) {
+      try {
+        calibration = calibrate_stage(r, options.ratio, stage);
+      } catch (const std::exception& e) {
+        std::throw_with_nested(pipeline_error(
+            fmt::format("calibrating the stage failed before any chunk was issued: {}", e.what()), 0, true));
+      }
+    }
+    if (calibration && !planning.stage_cost) planning.stage_cost = calibration->cost;
+  }
+  if (plans_chunking(options)) {
+    s.p = make_plan(r, planning, options.model ? &*options.model : chunking_model(options));
+    s.report = report_of(s.p, r);
+    s.shape = describe_run(s.p, r, options, s.report);
+  }
+  s.report.stage_cost = calibration;
+  return s;
 }
 
 double ms_since(std::chrono::steady_clock::time_point start) {
@@ -134,23 +180,26 @@ void issuer::issue_work(const Op& op, stream_view s, std::byte* d_in, std::byte*
       check(status, call, fmt::format("{} of chunk {} on stream {}", op.label, chunk, *op.stream + 1));
     }
   };
+  const ChunkBytes e = extent(chunk);
   if (op.kind == op_kind::copy && op.direction == copy_direction::h2d) {
-    const ChunkExtent e = chunk_extent(shape_.h2d_bytes, shape_.chunks, shape_.h2d_chunk_bytes, chunk);
-    fail_if(cudaMemcpyAsync(d_in, static_cast<const std::byte*>(run_.input) + e.offset, e.bytes,
+    fail_if(cudaMemcpyAsync(d_in, static_cast<const std::byte*>(run_.input) + e.in.offset, e.in.bytes,
                             cudaMemcpyHostToDevice, s.get()),
             "cudaMemcpyAsync");
   } else if (op.kind == op_kind::copy) {
-    const ChunkExtent e = chunk_extent(shape_.d2h_bytes, shape_.chunks, shape_.d2h_chunk_bytes, chunk);
-    fail_if(cudaMemcpyAsync(static_cast<std::byte*>(run_.output) + e.offset, d_out, e.bytes,
+    fail_if(cudaMemcpyAsync(static_cast<std::byte*>(run_.output) + e.out.offset, d_out, e.out.bytes,
                             cudaMemcpyDeviceToHost, s.get()),
             "cudaMemcpyAsync");
   } else {
-    const ChunkExtent in = chunk_extent(shape_.h2d_bytes, shape_.chunks, shape_.h2d_chunk_bytes, chunk);
-    const ChunkExtent out = chunk_extent(shape_.d2h_bytes, shape_.chunks, shape_.d2h_chunk_bytes, chunk);
-    stage_(d_in, in.bytes / run_.input_element_bytes, d_out, out.bytes / run_.output_element_bytes, s,
+    stage_(d_in, e.in.bytes / run_.input_element_bytes, d_out, e.out.bytes / run_.output_element_bytes, s,
            current_chunk_);
     fail_if(cudaGetLastError(), "kernel launch in the stage");
   }
+}
+
+ChunkBytes issuer::extent(std::uint32_t chunk) const {
+  if (!extents_.empty()) return extents_[chunk];
+  return {chunk_extent(shape_.h2d_bytes, shape_.chunks, shape_.h2d_chunk_bytes, chunk),
+          chunk_extent(shape_.d2h_bytes, shape_.chunks, shape_.d2h_chunk_bytes, chunk)};
 }
 
 bool drain(std::vector<stream>& streams) noexcept {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "overlap/core/pipeline_shape.hpp"
@@ -32,6 +33,24 @@ namespace overlap::cuda::detail {
 void require_pinned(const erased_run& r, const PipelineShape& shape, pageable_memory policy,
                     std::vector<host_registration>& registrations);
 
+/// A run ready to issue.
+struct settled_run {
+  plan p;
+  PipelineShape shape;
+  run_report report;
+};
+
+/// Everything before a run's first op, shared by run() and capture():
+/// checks every argument (make_plan, no CUDA call), requires pinned host
+/// memory (registering it in place when allowed, appending to
+/// `registrations`), times the stage when options.calibrate says so and
+/// `calibration` holds no earlier fit (kept by the caller between runs),
+/// and lets the planner decide the chunking when it should. The report has
+/// the Program; an empty input returns before any CUDA call.
+[[nodiscard]] settled_run settle_run(const erased_run& r, const pipeline_options& options,
+                                     const erased_stage& stage, std::vector<host_registration>& registrations,
+                                     std::optional<KernelFit>& calibration);
+
 /// Milliseconds on the host's steady clock since `start`.
 [[nodiscard]] double ms_since(std::chrono::steady_clock::time_point start);
 
@@ -44,6 +63,8 @@ struct pipeline_resources {
   std::size_t slot_in_bytes = 0;
   std::size_t slot_out_bytes = 0;
   std::vector<event> timing;  ///< grown on demand, reused between runs
+  /// The stage's fitted cost, once calibrated (stage_calibration::on).
+  std::optional<KernelFit> calibration;
 
   /// Keeps what fits the plan, rebuilds the rest.
   void prepare(const plan& p, std::size_t in_bytes, std::size_t out_bytes);
@@ -64,7 +85,10 @@ class issuer {
  public:
   issuer(const erased_run& r, const plan& p, const PipelineShape& shape, const erased_stage& stage,
          op_timing timing)
-      : run_(r), plan_(p), shape_(shape), stage_(stage), timing_(timing) {}
+      : run_(r), plan_(p), shape_(shape), stage_(stage), timing_(timing) {
+    // A schedule's extents are listed once; uniform ones are computed per op.
+    if (!shape.chunk_schedule.empty()) extents_ = chunk_bytes(shape);
+  }
 
   /// Issues every op up to the final device_synchronize (the caller drains
   /// or joins the streams). Throws what the stage or a CUDA call throws.
@@ -75,12 +99,14 @@ class issuer {
 
  private:
   void issue_work(const Op& op, stream_view s, std::byte* d_in, std::byte* d_out);
+  [[nodiscard]] ChunkBytes extent(std::uint32_t chunk) const;
 
   const erased_run& run_;
   const plan& plan_;
   const PipelineShape& shape_;
   const erased_stage& stage_;
   op_timing timing_;
+  std::vector<ChunkBytes> extents_;  // under a chunk schedule
   std::size_t current_chunk_ = 0;
 };
 

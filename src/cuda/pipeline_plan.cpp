@@ -81,17 +81,82 @@ std::size_t chunk_elements(const erased_run& run, const pipeline_options& o, uns
   return elements;
 }
 
-/// The planner's chunk size and stream count for a run.
+// An explicit schedule, checked entry by entry, as input elements per chunk.
+std::vector<std::size_t> schedule_elements(const erased_run& run, const pipeline_options& o) {
+  if (o.chunk_bytes) {
+    throw invalid_input(fmt::format(
+        "chunk_schedule: given with chunk_bytes = {} (expected one way to size the chunks)", *o.chunk_bytes));
+  }
+  const std::size_t element = run.input_element_bytes;
+  const std::size_t input_bytes = run.input_elements * element;
+  std::vector<std::size_t> elements;
+  elements.reserve(o.chunk_schedule.size());
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < o.chunk_schedule.size(); ++i) {
+    const std::size_t bytes = o.chunk_schedule[i];
+    if (bytes == 0)
+      throw invalid_input(fmt::format("chunk_schedule[{}]: 0 is out of range (expected > 0)", i));
+    if (bytes % element != 0) {
+      throw invalid_input(
+          fmt::format("chunk_schedule[{}]: {} is not a multiple of the input element size ({} bytes)", i,
+                      bytes, element));
+    }
+    const std::size_t count = bytes / element;
+    if (i + 1 < o.chunk_schedule.size() && count % o.ratio.in != 0) {
+      throw invalid_input(
+          fmt::format("chunk_schedule[{}]: {} elements do not give whole outputs at ratio {}/{} (expected a "
+                      "multiple of {})",
+                      i, count, o.ratio.out, o.ratio.in, o.ratio.in));
+    }
+    if (count > run.input_elements - total) {
+      throw invalid_input(fmt::format(
+          "chunk_schedule: entries 0..{} add up to more than the input's {} bytes", i, input_bytes));
+    }
+    total += count;
+    elements.push_back(count);
+  }
+  if (total != run.input_elements) {
+    throw invalid_input(fmt::format("chunk_schedule: adds up to {} bytes (expected the input's {} bytes)",
+                                    total * element, input_bytes));
+  }
+  return elements;
+}
+
+/// The planner's chunking for a run.
 struct planned_chunking {
-  std::size_t chunk_elements = 0;
+  std::size_t chunk_elements = 0;     ///< uniform chunks, or the schedule's largest
+  std::vector<std::size_t> schedule;  ///< input elements per chunk when they vary
   unsigned streams = 0;
 };
+
+// The planner's schedule (bytes per chunk) in whole units of `unit`
+// elements: each boundary between chunks rounded to the nearest unit, the
+// last chunk taking the rest, chunks that vanish dropped.
+std::vector<std::size_t> aligned_schedule(const std::vector<std::uint64_t>& bytes, std::size_t total_elements,
+                                          std::size_t element_bytes, std::size_t unit) {
+  std::vector<std::size_t> elements;
+  std::uint64_t prefix_bytes = 0;
+  std::size_t done = 0;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    prefix_bytes += bytes[i];
+    std::size_t boundary = total_elements;
+    if (i + 1 < bytes.size()) {
+      const std::uint64_t unit_bytes = element_bytes * unit;
+      boundary = std::min<std::size_t>(total_elements, (prefix_bytes + unit_bytes / 2) / unit_bytes * unit);
+    }
+    if (boundary > done) {
+      elements.push_back(boundary - done);
+      done = boundary;
+    }
+  }
+  return elements;
+}
 
 // Chunk sizes the planner may try: powers of two from 256 KiB up to the
 // input, each a whole number of ratio.in elements, and the whole input.
 std::vector<std::uint64_t> candidate_sizes(std::size_t in_bytes, std::size_t unit_bytes) {
   std::vector<std::uint64_t> sizes;
-  for (std::uint64_t size = 256 * 1024; size < in_bytes; size *= 2) {
+  for (std::uint64_t size = std::uint64_t{256} * 1024; size < in_bytes; size *= 2) {
     const std::uint64_t rounded = size / unit_bytes * unit_bytes;
     if (rounded > 0 && (sizes.empty() || rounded != sizes.back())) sizes.push_back(rounded);
   }
@@ -117,7 +182,6 @@ planned_chunking plan_with_model(const erased_run& run, const pipeline_options& 
   po.max_streams =
       std::min(o.streams.value_or(8U), 8U);  // the chunk is planned for at most 8; given streams are kept
   po.orders = {issue_order::depth_first};    // the order Pipeline issues in
-  po.schedules = false;                      // Pipeline cuts uniform chunks
   po.ring_factors = {1};
   // Planning a 256 MiB run takes tens of milliseconds: remember the last
   // answer, since a program runs the same sizes again and again.
@@ -145,8 +209,16 @@ planned_chunking plan_with_model(const erased_run& run, const pipeline_options& 
       throw invalid_input("device_budget_bytes:" + what.substr(std::string("device_budget:").size()));
     throw;
   }
-  planned_chunking answer{static_cast<std::size_t>(result.best.largest_chunk_bytes / run.input_element_bytes),
-                          o.streams.value_or(result.best.streams)};
+  planned_chunking answer;
+  answer.streams = o.streams.value_or(result.best.streams);
+  if (result.best.shape.chunk_schedule.empty()) {
+    answer.chunk_elements =
+        static_cast<std::size_t>(result.best.largest_chunk_bytes / run.input_element_bytes);
+  } else {
+    answer.schedule = aligned_schedule(result.best.shape.chunk_schedule, run.input_elements,
+                                       run.input_element_bytes, o.ratio.in);
+    answer.chunk_elements = *std::max_element(answer.schedule.begin(), answer.schedule.end());
+  }
   const std::lock_guard<std::mutex> lock(mutex);
   last = {std::move(key), answer};
   return answer;
@@ -161,10 +233,10 @@ plan make_plan(const erased_run& run, const pipeline_options& o, const DeviceMod
   p.streams = o.streams.value_or(automatic_streams);
   if (p.streams == 0)
     throw invalid_input("streams: 0 is out of range (expected >= 1, or empty for automatic)");
+  if (!o.chunk_schedule.empty()) p.schedule = schedule_elements(run, o);
   const DeviceModel* model = o.model ? &*o.model : detected;
   std::optional<planned_chunking> planned;
-  if (!o.chunk_bytes && o.chunking == automatic_chunking::planned && model != nullptr &&
-      run.input_elements > 0 && (!o.streams || *o.streams > 0)) {
+  if (plans_chunking(o) && model != nullptr && run.input_elements > 0) {
     planned = plan_with_model(run, o, *model, output_needed);
     p.streams = planned->streams;
   }
@@ -173,12 +245,28 @@ plan make_plan(const erased_run& run, const pipeline_options& o, const DeviceMod
     throw invalid_input(
         fmt::format("ring_depth: {} is out of range (expected >= streams = {})", p.ring_depth, p.streams));
   }
-  p.chunk_input_elements = chunk_elements(run, o, p.ring_depth);
-  if (planned) {
-    // The planner sized its ring as one slot per stream; a deeper ring
-    // shrinks the chunk to the budget as the fixed fraction does.
-    p.chunk_input_elements = o.device_budget_bytes ? std::min(planned->chunk_elements, p.chunk_input_elements)
-                                                   : planned->chunk_elements;
+  const double out_per_in_byte = static_cast<double>(o.ratio.out * run.output_element_bytes) /
+                                 static_cast<double>(o.ratio.in * run.input_element_bytes);
+  const auto ring_fits = [&](std::size_t chunk_elements) {
+    if (!o.device_budget_bytes) return true;
+    const double slot =
+        static_cast<double>(chunk_elements * run.input_element_bytes) * (1.0 + out_per_in_byte);
+    return static_cast<double>(p.ring_depth) * slot <= static_cast<double>(*o.device_budget_bytes);
+  };
+  if (!p.schedule.empty()) {
+    p.chunk_input_elements = *std::max_element(p.schedule.begin(), p.schedule.end());
+  } else {
+    p.chunk_input_elements = chunk_elements(run, o, p.ring_depth);
+    if (planned && !planned->schedule.empty() && ring_fits(planned->chunk_elements)) {
+      p.schedule = planned->schedule;
+      p.chunk_input_elements = planned->chunk_elements;
+    } else if (planned) {
+      // The planner sized its ring as one slot per stream; a deeper ring
+      // shrinks the chunk to the budget as the fixed fraction does.
+      p.chunk_input_elements = o.device_budget_bytes
+                                   ? std::min(planned->chunk_elements, p.chunk_input_elements)
+                                   : planned->chunk_elements;
+    }
   }
   p.chunk_output_elements = p.chunk_input_elements * o.ratio.out / o.ratio.in;
   p.output_elements = output_needed;
@@ -187,12 +275,13 @@ plan make_plan(const erased_run& run, const pipeline_options& o, const DeviceMod
                                              p.chunk_output_elements * run.output_element_bytes);
     if (ring > *o.device_budget_bytes) {
       throw invalid_input(fmt::format(
-          "device_budget_bytes: the ring needs {} bytes ({} slots of chunk_bytes {}), over "
-          "the budget of {}",
-          ring, p.ring_depth, p.chunk_input_elements * run.input_element_bytes, *o.device_budget_bytes));
+          "device_budget_bytes: the ring needs {} bytes ({} slots of {} {}), over the budget of {}", ring,
+          p.ring_depth, o.chunk_schedule.empty() ? "chunk_bytes" : "the largest chunk of chunk_schedule,",
+          p.chunk_input_elements * run.input_element_bytes, *o.device_budget_bytes));
     }
   }
-  p.chunks = (run.input_elements + p.chunk_input_elements - 1) / p.chunk_input_elements;
+  p.chunks = p.schedule.empty() ? (run.input_elements + p.chunk_input_elements - 1) / p.chunk_input_elements
+                                : p.schedule.size();
   return p;
 }
 

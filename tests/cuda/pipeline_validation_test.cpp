@@ -5,8 +5,10 @@
 // first; both make these tests fail, so they pin the order down everywhere.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -487,13 +489,19 @@ overlap::sim::Plan plan_directly(std::size_t bytes, const overlap::DeviceModel& 
   w.bytes_in = bytes;
   w.bytes_out = bytes;
   overlap::sim::PlanOptions po;
-  for (std::uint64_t size = 256 * 1024; size < bytes; size *= 2) po.chunk_sizes.push_back(size);
+  for (std::uint64_t size = std::uint64_t{256} * 1024; size < bytes; size *= 2)
+    po.chunk_sizes.push_back(size);
   po.chunk_sizes.push_back(bytes);
   po.max_streams = max_streams;
   po.orders = {overlap::issue_order::depth_first};
-  po.schedules = false;
   po.ring_factors = {1};
   return overlap::sim::plan(w, model, po);
+}
+
+std::size_t sum(const std::vector<std::size_t>& v) {
+  std::size_t total = 0;
+  for (const std::size_t x : v) total += x;
+  return total;
 }
 
 }  // namespace
@@ -507,6 +515,12 @@ TEST(PipelinePlannedChunking, TakesThePlannersUniformDepthFirstChoiceOnTheModel)
   const auto expected = plan_directly(256 * MiB, *options.model, 8);
   EXPECT_EQ(plan.chunk_input_elements * sizeof(float), expected.best.largest_chunk_bytes);
   EXPECT_EQ(plan.streams, expected.best.streams);
+  EXPECT_EQ(plan.chunks, expected.best.chunks);
+  // A ramp comes over as the planner's sizes (already whole floats here).
+  ASSERT_EQ(plan.schedule.size(), expected.best.shape.chunk_schedule.size());
+  for (std::size_t i = 0; i < plan.schedule.size(); ++i) {
+    EXPECT_EQ(plan.schedule[i] * sizeof(float), expected.best.shape.chunk_schedule[i]) << i;
+  }
   EXPECT_EQ(plan.ring_depth, plan.streams);
   // On the h100 model a transfer-bound 256 MiB run is cut into several
   // chunks over several streams, not left whole.
@@ -535,7 +549,7 @@ TEST(PipelinePlannedChunking, ADeeperRingShrinksThePlannedChunkToTheBudget) {
   options.ring_depth = 8U;
   options.device_budget_bytes = 64 * MiB;
   const auto plan = make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), options);
-  EXPECT_LE(plan.ring_depth * 2 * plan.chunk_input_elements * sizeof(float), 64 * MiB);
+  EXPECT_LE(std::size_t{plan.ring_depth} * 2 * plan.chunk_input_elements * sizeof(float), 64 * MiB);
 }
 
 TEST(PipelinePlannedChunking, FixedFractionIsTheDefaultAndAModelAloneChangesNothing) {
@@ -582,4 +596,100 @@ TEST(PipelinePlannedChunking, ABudgetTooSmallNamesTheOption) {
   } catch (const invalid_input& e) {
     EXPECT_EQ(std::string(e.what()).rfind("device_budget_bytes", 0), 0U) << e.what();
   }
+}
+
+// ---- chunk schedules ----
+
+TEST(PipelineSchedule, AGivenScheduleCutsTheChunksAndSizesTheRingForTheLargest) {
+  pipeline_options options;
+  options.chunk_schedule = {4096, 16384, 65536, 16384, 4096 + 12};  // bytes of floats, the last odd-sized
+  const std::size_t elements = sum(options.chunk_schedule) / sizeof(float);
+  const auto plan = make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), options);
+  EXPECT_EQ(plan.chunks, 5U);
+  EXPECT_EQ(plan.schedule, (std::vector<std::size_t>{1024, 4096, 16384, 4096, 1027}));
+  EXPECT_EQ(plan.chunk_input_elements, 16384U);
+  EXPECT_EQ(plan.chunk_output_elements, 16384U);
+}
+
+TEST(PipelineSchedule, OutputsFollowTheRatio) {
+  pipeline_options options;
+  options.ratio = output_ratio{1, 256};
+  options.chunk_schedule = {std::size_t{256} * 4 * 2, std::size_t{256} * 4 * 8, std::size_t{256} * 4 * 3};
+  const auto plan = make_plan(fake_run(std::size_t{256} * 13, sizeof(float), 13, sizeof(double)), options);
+  EXPECT_EQ(plan.chunks, 3U);
+  EXPECT_EQ(plan.chunk_input_elements, 256U * 8);
+  EXPECT_EQ(plan.chunk_output_elements, 8U);
+}
+
+TEST(PipelineSchedule, RejectionsNameTheEntry) {
+  const auto message = [](std::vector<std::size_t> schedule, std::size_t elements,
+                          std::optional<std::size_t> chunk_bytes = std::nullopt, output_ratio ratio = {}) {
+    pipeline_options options;
+    options.chunk_schedule = std::move(schedule);
+    options.chunk_bytes = chunk_bytes;
+    options.ratio = ratio;
+    return run_rejected<float>(options, elements, elements * ratio.out / ratio.in);
+  };
+  std::string m = message({400, 0, 400}, 200);
+  expect_names(m, "chunk_schedule[1]");
+  m = message({400, 402}, 200);
+  expect_names(m, "chunk_schedule[1]");
+  EXPECT_NE(m.find("multiple of the input element size"), std::string::npos) << m;
+  m = message({400, 400}, 300);
+  expect_names(m, "chunk_schedule");
+  EXPECT_NE(m.find("1200"), std::string::npos) << m;  // the input's bytes
+  m = message({400, 400}, 150);
+  expect_names(m, "chunk_schedule");
+  EXPECT_NE(m.find("more than"), std::string::npos) << m;
+  m = message({400, 400}, 200, 400);
+  expect_names(m, "chunk_schedule");
+  EXPECT_NE(m.find("chunk_bytes"), std::string::npos) << m;
+  // 12 elements: not whole outputs at 8 inputs per output.
+  m = message({std::size_t{4} * 12, std::size_t{4} * 4}, 16, std::nullopt, output_ratio{1, 8});
+  expect_names(m, "chunk_schedule[0]");
+  // The capture path checks the same before any CUDA call.
+  pipeline_options options;
+  options.chunk_schedule = {400, 0};
+  expect_names(run_rejected<float>(options, 100, 100, entry::capture), "chunk_schedule[1]");
+}
+
+TEST(PipelineSchedule, TheLargestChunkMustFitTheBudget) {
+  pipeline_options options;
+  options.chunk_schedule = {MiB, 4 * MiB, MiB};
+  options.streams = 2U;
+  options.device_budget_bytes = 12 * MiB;  // 2 slots x (4 + 4) MiB = 16 MiB
+  const std::size_t elements = 6 * MiB / sizeof(float);
+  const std::string m = invalid_input_message(
+      [&] { (void)make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), options); });
+  expect_names(m, "device_budget_bytes");
+  EXPECT_NE(m.find("largest chunk"), std::string::npos) << m;
+  options.device_budget_bytes = 16 * MiB;
+  EXPECT_EQ(make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), options).chunks, 3U);
+}
+
+TEST(PipelineSchedule, APlannedRampIsCutInWholeUnitsOfTheRatio) {
+  // 256 inputs per output over an input of an odd number of units: every
+  // chunk but the last is whole units, and the chunks cover the input.
+  const std::size_t elements = std::size_t{256} * 262147;  // ~256 MiB of floats
+  pipeline_options options;
+  options.chunking = overlap::cuda::automatic_chunking::planned;
+  options.model = overlap::DeviceModel::preset("h100");
+  options.ratio = output_ratio{1, 256};
+  const auto plan = make_plan(fake_run(elements, sizeof(float), elements / 256, sizeof(float)), options);
+  EXPECT_EQ(plan.chunks, plan.schedule.empty() ? plan.chunks : plan.schedule.size());
+  if (!plan.schedule.empty()) {
+    EXPECT_EQ(sum(plan.schedule), elements);
+    for (const std::size_t chunk : plan.schedule) EXPECT_EQ(chunk % 256, 0U);
+    EXPECT_EQ(plan.chunk_input_elements, *std::max_element(plan.schedule.begin(), plan.schedule.end()));
+  }
+}
+
+TEST(PipelineSchedule, TheCalibratedRunStillChecksArgumentsBeforeAnyCudaCall) {
+  pipeline_options options;
+  options.calibrate = overlap::cuda::stage_calibration::on;
+  options.streams = 0U;
+  expect_names(run_rejected<float>(options, 1000, 1000), "streams");
+  options.streams = std::nullopt;
+  options.chunk_schedule = {8, 8};
+  expect_names(run_rejected<float>(options, 3, 3), "chunk_schedule");
 }

@@ -20,6 +20,8 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/error.hpp"
@@ -70,9 +72,22 @@ enum class automatic_chunking {
   fixed_fraction,
   /// overlap::sim::plan on a device model: the options' model (e.g. probed),
   /// else the built-in model of the GPU the run is on (h100 on an H100,
-  /// hyperq elsewhere); uniform chunks, depth-first issue, then clamped to
-  /// the budget.
+  /// hyperq elsewhere). It searches uniform chunks and ramp schedules
+  /// (small chunks first and last, large ones between) over up to 8
+  /// streams, depth-first issue, within the budget.
   planned,
+};
+
+/// Whether a run times the stage to learn what it costs by chunk size.
+enum class stage_calibration {
+  off,  ///< the stage's cost is stage_cost, or unknown (the default)
+  /// Before its first run a Pipeline times the stage on the input's first
+  /// chunk-sized prefixes (256 KiB up to 16 MiB, a few launches each, with
+  /// the stream held so that launch cost stays out), fits a KernelCost and
+  /// plans on it (as automatic_chunking::planned); later runs reuse the
+  /// curve. The stage is called with chunk index 0 on that prefix. The
+  /// fitted curve is in run_report::stage_cost.
+  on,
 };
 
 /// How a Pipeline cuts and schedules the work. Empty optionals are chosen
@@ -81,6 +96,13 @@ struct pipeline_options {
   /// Input bytes per chunk: a positive multiple of the input element size.
   /// Automatic: see `chunking`.
   std::optional<std::size_t> chunk_bytes;
+  /// Input bytes of each chunk, when they should vary along the run (e.g.
+  /// small first and last chunks, so the first download starts early and
+  /// the last one ends soon after the last upload): every entry > 0 and a
+  /// multiple of the input element size (and of ratio.in elements, except
+  /// the last), adding up to the input's bytes. Not with chunk_bytes. Each
+  /// device slot is sized for the largest chunk.
+  std::vector<std::size_t> chunk_schedule;
   /// Streams the chunks round-robin over (>= 1). Automatic: 4 (enough for
   /// H2D, kernel and D2H of three chunks at once), or the planner's choice.
   std::optional<unsigned> streams;
@@ -90,8 +112,11 @@ struct pipeline_options {
   /// `overlap probe`, DeviceModel::load). Empty: the GPU's built-in model.
   std::optional<DeviceModel> model;
   /// What the stage costs by chunk size, when known (a fitted KernelCost);
-  /// the planner then weighs kernels against copies. Empty: copies only.
+  /// the planner then weighs kernels against copies. Empty: copies only,
+  /// or what `calibrate` measures.
   std::optional<KernelCost> stage_cost;
+  /// Time the stage and plan on what it costs (see stage_calibration).
+  stage_calibration calibrate = stage_calibration::off;
   /// Device chunk slots in the ring (>= streams). Automatic: one per stream.
   std::optional<unsigned> ring_depth;
   /// Upper bound on the ring's device bytes; chunking shrinks to fit.
@@ -108,7 +133,12 @@ struct run_report {
   Program program;                   ///< the ops issued, in issue order
   std::optional<Timeline> timeline;  ///< measured with events, when recording::on
   std::size_t chunks = 0;
-  std::size_t chunk_bytes = 0;  ///< input bytes per chunk (the last may be smaller)
+  /// Input bytes per chunk (the last may be smaller); under a schedule, the largest.
+  std::size_t chunk_bytes = 0;
+  /// Input bytes of each chunk when they vary (a schedule); empty when uniform.
+  std::vector<std::size_t> chunk_schedule;
+  /// The stage's fitted cost, when calibrated (stage_calibration::on).
+  std::optional<KernelFit> stage_cost;
   unsigned streams = 0;
   unsigned ring_depth = 0;
   std::size_t device_bytes = 0;  ///< device memory held by the ring
@@ -148,8 +178,10 @@ using erased_stage =
 /// Chunking decided from the options and sizes.
 struct plan {
   std::size_t chunks = 0;
-  std::size_t chunk_input_elements = 0;
-  std::size_t chunk_output_elements = 0;
+  std::size_t chunk_input_elements = 0;   ///< per chunk; under a schedule, the largest chunk's
+  std::size_t chunk_output_elements = 0;  ///< per chunk; under a schedule, the largest chunk's
+  /// Input elements of each chunk when they vary; empty when uniform.
+  std::vector<std::size_t> schedule;
   std::size_t output_elements = 0;  ///< output elements the run writes (input x ratio)
   unsigned streams = 0;
   unsigned ring_depth = 0;
@@ -166,11 +198,18 @@ struct plan {
 /// elsewhere), looked up once per device; throws cuda_error.
 [[nodiscard]] const DeviceModel& builtin_model_of_current_device();
 
-/// The model make_plan needs from the device: the built-in one when
-/// automatic chunking is planned and the options give no model and no chunk
-/// size; nullptr otherwise (no CUDA call then).
+/// Whether the planner decides the chunking: no chunk size or schedule is
+/// given, and chunking is planned or the stage is calibrated.
+[[nodiscard]] inline bool plans_chunking(const pipeline_options& options) noexcept {
+  return !options.chunk_bytes && options.chunk_schedule.empty() &&
+         (options.chunking == automatic_chunking::planned || options.calibrate == stage_calibration::on);
+}
+
+/// The model make_plan needs from the device: the built-in one when the
+/// planner decides the chunking and the options give no model; nullptr
+/// otherwise (no CUDA call then).
 [[nodiscard]] inline const DeviceModel* chunking_model(const pipeline_options& options) {
-  if (options.chunk_bytes || options.model || options.chunking != automatic_chunking::planned) return nullptr;
+  if (!plans_chunking(options) || options.model) return nullptr;
   return &builtin_model_of_current_device();
 }
 
@@ -251,7 +290,7 @@ class Pipeline {
   using stage_function = std::function<void(std::span<const In> chunk_in, std::span<Out> chunk_out,
                                             stream_view stream, std::size_t chunk)>;
 
-  explicit Pipeline(pipeline_options options = {}) : options_(options) {}
+  explicit Pipeline(pipeline_options options = {}) : options_(std::move(options)) {}
 
   /// Moves every chunk of `input` to the device, runs `stage`, moves the
   /// result into `output`, and returns when all is done. Throws
