@@ -19,6 +19,8 @@ std::string_view to_string(variant_kind kind) noexcept {
     case variant_kind::two_stream: return "two_stream";
     case variant_kind::pipeline_default: return "pipeline_default";
     case variant_kind::pipeline: return "pipeline";
+    case variant_kind::pipeline_planned: return "pipeline_planned";
+    case variant_kind::pipeline_calibrated: return "pipeline_calibrated";
     case variant_kind::pipeline_recorded: return "pipeline_recorded";
     case variant_kind::pipeline_graph: return "pipeline_graph";
     case variant_kind::chunk_loop: return "chunk_loop";

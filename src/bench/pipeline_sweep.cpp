@@ -1,5 +1,7 @@
-// cuda::Pipeline over the workload: default options, then every chunk size x
-// stream count of the sweep; the fastest by median is the best configuration.
+// cuda::Pipeline over the workload: default options, planned and calibrated
+// automatic chunking, then every chunk size x stream count of the sweep; the
+// fastest of the default and the sweep by median is the best configuration
+// (the one the bench replays recorded, as a graph and as a bare loop).
 #include <limits>
 #include <utility>
 
@@ -37,6 +39,13 @@ variant_result workload_bench::measure_pipeline(variant_kind kind, std::string n
 
 void workload_bench::measure_pipelines(workload_result& result) {
   result.variants.push_back(measure_pipeline(variant_kind::pipeline_default, "pipeline (default)", {}));
+  cuda::pipeline_options planned;
+  planned.chunking = cuda::automatic_chunking::planned;
+  result.variants.push_back(measure_pipeline(variant_kind::pipeline_planned, "pipeline (planned)", planned));
+  cuda::pipeline_options calibrated;
+  calibrated.calibrate = cuda::stage_calibration::on;
+  result.variants.push_back(
+      measure_pipeline(variant_kind::pipeline_calibrated, "pipeline (calibrated)", calibrated));
   for (const std::size_t chunk : workload_.chunk_bytes) {
     for (const unsigned streams : workload_.stream_counts) {
       cuda::pipeline_options options;

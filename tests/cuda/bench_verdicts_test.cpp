@@ -27,7 +27,8 @@ const Verdict& named(const Judgement& j, const std::string& name) {
 TEST(BenchVerdicts, FullRunIsJudgedAgainstTheLinkFloorAndTheKernelAlone) {
   const Judgement j = judge(result_of(transfer_workload(), compute_workload()), false);
   ASSERT_TRUE(j.judged);
-  EXPECT_EQ(j.verdicts.size(), 6U);  // transfer: 2, compute: 1, default vs two-stream: 2, host cost: 1
+  // transfer: 2, compute: 1, default Pipeline: 3, default vs two-stream: 2, host cost: 1
+  EXPECT_EQ(j.verdicts.size(), 9U);
   const Verdict& transfer = named(j, "transfer_best_vs_floor");
   EXPECT_NEAR(transfer.value, 1.6 / (2.0 * (13 * bench_fixtures::MiB + 4096) / 18e6), 1e-12);
   EXPECT_EQ(transfer.text, "transfer-bound best Pipeline within 1.05x of the link floor");
@@ -36,6 +37,36 @@ TEST(BenchVerdicts, FullRunIsJudgedAgainstTheLinkFloorAndTheKernelAlone) {
   EXPECT_NEAR(compute.value, 2.03 / 2.0, 1e-12);
   EXPECT_TRUE(compute.pass);
   EXPECT_NEAR(named(j, "compute_host_cost_per_chunk").value, 8.0, 1e-12);
+}
+
+TEST(BenchVerdicts, TheDefaultPipelineIsJudgedAgainstTheFloorAndTheSweepsBestUniformChunking) {
+  const Judgement j = judge(result_of(transfer_workload(), compute_workload()), false);
+  const Verdict& to_floor = named(j, "transfer_default_vs_floor");
+  EXPECT_NEAR(to_floor.value, 1.9 / (2.0 * (13 * bench_fixtures::MiB + 4096) / 18e6), 1e-12);
+  EXPECT_EQ(to_floor.text, "transfer-bound default Pipeline within 1.05x of the link floor");
+  EXPECT_FALSE(to_floor.pass);
+  // The sweep's best uniform row is 4 MiB x 2 streams at 1.6 ms.
+  const Verdict& to_uniform = named(j, "transfer_default_vs_best_uniform");
+  EXPECT_NEAR(to_uniform.value, 1.9 / 1.6, 1e-12);
+  EXPECT_FALSE(to_uniform.pass);
+  const Verdict& compute = named(j, "compute_default_vs_floor");
+  EXPECT_NEAR(compute.value, 2.1 / 2.0, 1e-12);
+  EXPECT_EQ(compute.limit, 1.01);
+  EXPECT_FALSE(compute.pass);
+
+  // A default that beats the sweep and sits within the limits passes.
+  auto transfer = transfer_workload();
+  auto compute_fast = compute_workload();
+  for (auto& v : transfer.variants) {
+    if (v.kind == bench::variant_kind::pipeline_default) v.device_ms = bench::summarize({1.55, 1.55, 1.55});
+  }
+  for (auto& v : compute_fast.variants) {
+    if (v.kind == bench::variant_kind::pipeline_default) v.device_ms = bench::summarize({2.01, 2.01, 2.01});
+  }
+  const Judgement fast = judge(result_of(transfer, compute_fast), false);
+  EXPECT_TRUE(named(fast, "transfer_default_vs_floor").pass);
+  EXPECT_TRUE(named(fast, "transfer_default_vs_best_uniform").pass);
+  EXPECT_TRUE(named(fast, "compute_default_vs_floor").pass);
 }
 
 TEST(BenchVerdicts, FullRunPrintsAPassOrFailLinePerVerdict) {
@@ -71,7 +102,7 @@ TEST(BenchVerdicts, JsonMarksAQuickRunNotJudged) {
   nlohmann::ordered_json full;
   add_verdicts_json(full, judge(result_of(transfer_workload(), compute_workload()), false));
   EXPECT_EQ(full["verdicts_judged"], true);
-  EXPECT_EQ(full["verdicts"].size(), 6U);
+  EXPECT_EQ(full["verdicts"].size(), 9U);
   EXPECT_EQ(full["all_pass"], false);
   EXPECT_FALSE(full.contains("verdicts_note"));
   EXPECT_EQ(full["verdicts"][0]["name"], "transfer_best_vs_floor");

@@ -92,6 +92,18 @@ inline const bench::variant_result& best_of(const bench::workload_result& w) {
   return w.variants.at(w.best_pipeline);
 }
 
+/// The fastest Pipeline of the sweep's uniform chunk sizes; throws overlap::error when none was measured.
+inline const bench::variant_result& best_uniform_of(const bench::workload_result& w) {
+  const bench::variant_result* best = nullptr;
+  for (const bench::variant_result& v : w.variants) {
+    if (v.kind == bench::variant_kind::pipeline &&
+        (best == nullptr || v.device_ms.median < best->device_ms.median))
+      best = &v;
+  }
+  if (best == nullptr) throw error(fmt::format("bench: {} has no swept Pipeline", bench::to_string(w.kind)));
+  return *best;
+}
+
 /// The median host cost of issuing one chunk (us), or 0 when not measured.
 inline double host_cost_per_chunk_us(const bench::variant_result& v) {
   return v.host_issue_per_chunk_us ? v.host_issue_per_chunk_us->median : 0.0;

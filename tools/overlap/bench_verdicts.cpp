@@ -49,6 +49,25 @@ Judgement judge(const bench::bench_result& r, bool quick) {
           to_floor, 1.02, "x", to_floor <= 1.02);
     }
   }
+  // Pipeline with no tuning arguments against the floor and the sweep (issue 11).
+  for (const workload_result& w : r.workloads) {
+    const std::string wname(bench::to_string(w.kind));
+    const double default_ms = required(w, variant_kind::pipeline_default).device_ms.median;
+    const double to_floor = ratio(default_ms, floor_ms(w));
+    if (w.kind == workload_kind::transfer_bound) {
+      add("transfer_default_vs_floor",
+          fmt::format("{} default Pipeline within 1.05x of {}", wname, floor_words(w)), to_floor, 1.05, "x",
+          to_floor <= 1.05);
+      const double to_uniform = ratio(default_ms, best_uniform_of(w).device_ms.median);
+      add("transfer_default_vs_best_uniform",
+          fmt::format("{} default Pipeline faster than the sweep's best uniform chunking", wname), to_uniform,
+          1.0, "x", to_uniform < 1.0);
+    } else {
+      add("compute_default_vs_floor",
+          fmt::format("{} default Pipeline within 1.01x of {}", wname, floor_words(w)), to_floor, 1.01, "x",
+          to_floor <= 1.01);
+    }
+  }
   for (const workload_result& w : r.workloads) {
     const double d = ratio(required(w, variant_kind::pipeline_default).device_ms.median,
                            required(w, variant_kind::two_stream).device_ms.median);

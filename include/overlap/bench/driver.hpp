@@ -86,6 +86,8 @@ enum class variant_kind {
   two_stream,             ///< the seeds' split: two halves, each H2D/kernel/D2H on its own stream
   pipeline_default,       ///< cuda::Pipeline with default options
   pipeline,               ///< cuda::Pipeline with a chunk size and stream count from the sweep
+  pipeline_planned,       ///< cuda::Pipeline with automatic_chunking::planned (the GPU's built-in model)
+  pipeline_calibrated,    ///< cuda::Pipeline with stage_calibration::on (planned on its stage's curve)
   pipeline_recorded,      ///< the best Pipeline configuration with recording::on
   pipeline_graph,         ///< the best configuration captured once into a CUDA graph, replayed
   chunk_loop,             ///< the best configuration's chunks issued by a bare hand-written loop
