@@ -91,28 +91,24 @@ settled_run settle_run(const erased_run& r, const pipeline_options& options, con
                        std::vector<host_registration>& registrations, std::optional<KernelFit>& calibration) {
   // Checked first with the fixed fraction, so that planning (tens of
   // milliseconds) runs once, after the stage is calibrated.
-  pipeline_options unplanned = options;
-  unplanned.chunking = automatic_chunking::fixed_fraction;
-  unplanned.calibrate = stage_calibration::off;
-  settled_run s{make_plan(r, unplanned), {}, {}};
+  settled_run s{make_plan(r, options, nullptr, chunk_planning::deferred), {}, {}};
   s.report = report_of(s.p, r);
   if (r.input_elements == 0) return s;
   s.shape = describe_run(s.p, r, options, s.report);
   require_pinned(r, s.shape, options.pageable, registrations);
-  pipeline_options planning = options;
-  if (options.calibrate == stage_calibration::on) {
-    if (!calibration) {
-      try {
-        calibration = calibrate_stage(r, options.ratio, stage);
-      } catch (const std::exception& e) {
-        std::throw_with_nested(pipeline_error(
-            fmt::format("calibrating the stage failed before any chunk was issued: {}", e.what()), 0, true));
-      }
+  // A given stage_cost wins: calibrating would only be thrown away.
+  if (options.calibrate == stage_calibration::on && !options.stage_cost && !calibration) {
+    try {
+      calibration = calibrate_stage(r, options.ratio, stage);
+    } catch (const std::exception& e) {
+      std::throw_with_nested(pipeline_error(
+          fmt::format("calibrating the stage failed before any chunk was issued: {}", e.what()), 0, true));
     }
-    if (calibration && !planning.stage_cost) planning.stage_cost = calibration->cost;
   }
   if (plans_chunking(options)) {
-    s.p = make_plan(r, planning, options.model ? &*options.model : chunking_model(options));
+    const KernelCost* calibrated = calibration && !options.stage_cost ? &calibration->cost : nullptr;
+    s.p = make_plan(r, options, options.model ? &*options.model : chunking_model(options),
+                    chunk_planning::allowed, calibrated);
     s.report = report_of(s.p, r);
     s.shape = describe_run(s.p, r, options, s.report);
   }

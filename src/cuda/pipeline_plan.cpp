@@ -166,13 +166,13 @@ std::vector<std::uint64_t> candidate_sizes(std::size_t in_bytes, std::size_t uni
 }
 
 planned_chunking plan_with_model(const erased_run& run, const pipeline_options& o, const DeviceModel& model,
-                                 std::size_t output_elements) {
+                                 const std::optional<KernelCost>& stage_cost, std::size_t output_elements) {
   const std::size_t in_bytes = run.input_elements * run.input_element_bytes;
   const std::size_t unit_bytes = o.ratio.in * run.input_element_bytes;
   sim::Workload w;
   w.bytes_in = in_bytes;
   w.bytes_out = output_elements * run.output_element_bytes;
-  w.kernel_cost = o.stage_cost;
+  w.kernel_cost = stage_cost;
   w.device_budget = o.device_budget_bytes;
   sim::PlanOptions po;
   po.chunk_sizes = candidate_sizes(in_bytes, unit_bytes);
@@ -226,7 +226,8 @@ planned_chunking plan_with_model(const erased_run& run, const pipeline_options& 
 
 }  // namespace
 
-plan make_plan(const erased_run& run, const pipeline_options& o, const DeviceModel* detected) {
+plan make_plan(const erased_run& run, const pipeline_options& o, const DeviceModel* detected,
+               chunk_planning planning, const KernelCost* calibrated_stage) {
   const std::size_t output_needed = required_output(run, o.ratio);
   require_spans(run, output_needed);
   plan p;
@@ -236,8 +237,11 @@ plan make_plan(const erased_run& run, const pipeline_options& o, const DeviceMod
   if (!o.chunk_schedule.empty()) p.schedule = schedule_elements(run, o);
   const DeviceModel* model = o.model ? &*o.model : detected;
   std::optional<planned_chunking> planned;
-  if (plans_chunking(o) && model != nullptr && run.input_elements > 0) {
-    planned = plan_with_model(run, o, *model, output_needed);
+  if (planning == chunk_planning::allowed && plans_chunking(o) && model != nullptr &&
+      run.input_elements > 0) {
+    planned = plan_with_model(run, o, *model,
+                              calibrated_stage ? std::optional<KernelCost>(*calibrated_stage) : o.stage_cost,
+                              output_needed);
     p.streams = planned->streams;
   }
   p.ring_depth = o.ring_depth.value_or(p.streams);

@@ -86,7 +86,8 @@ enum class stage_calibration {
   /// the stream held so that launch cost stays out), fits a KernelCost and
   /// plans on it (as automatic_chunking::planned); later runs reuse the
   /// curve. The stage is called with chunk index 0 on that prefix. The
-  /// fitted curve is in run_report::stage_cost.
+  /// fitted curve is in run_report::stage_cost. Skipped when stage_cost
+  /// is given.
   on,
 };
 
@@ -187,12 +188,19 @@ struct plan {
   unsigned ring_depth = 0;
 };
 
+/// Whether make_plan may run the planner (deferred: check the arguments
+/// with the fixed fraction first, and plan later, once).
+enum class chunk_planning { allowed, deferred };
+
 /// Checks every argument and decides the chunking, with no CUDA call;
 /// throws invalid_input naming the argument. Planned automatic chunking uses
 /// options.model, else `detected` (the GPU's built-in model), else falls
-/// back to the fixed fraction.
+/// back to the fixed fraction; it prices the stage by options.stage_cost,
+/// else by `calibrated_stage` (a fit from stage_calibration::on).
 [[nodiscard]] plan make_plan(const erased_run& run, const pipeline_options& options,
-                             const DeviceModel* detected = nullptr);
+                             const DeviceModel* detected = nullptr,
+                             chunk_planning planning = chunk_planning::allowed,
+                             const KernelCost* calibrated_stage = nullptr);
 
 /// The built-in model of the current device (h100 on an H100, hyperq
 /// elsewhere), looked up once per device; throws cuda_error.
