@@ -81,10 +81,10 @@ PipelineShape describe_run(const plan& p, const erased_run& r, const pipeline_op
   return shape;
 }
 
-void require_pinned(const erased_run& r, const PipelineShape& shape, pageable_memory policy,
+void require_pinned(const erased_run& r, const plan& p, pageable_memory policy,
                     std::vector<host_registration>& registrations) {
-  require_pinned_range(r.input, shape.h2d_bytes, "input", policy, registrations);
-  require_pinned_range(r.output, shape.d2h_bytes, "output", policy, registrations);
+  require_pinned_range(r.input, r.input_elements * r.input_element_bytes, "input", policy, registrations);
+  require_pinned_range(r.output, p.output_elements * r.output_element_bytes, "output", policy, registrations);
 }
 
 settled_run settle_run(const erased_run& r, const pipeline_options& options, const erased_stage& stage,
@@ -94,8 +94,7 @@ settled_run settle_run(const erased_run& r, const pipeline_options& options, con
   settled_run s{make_plan(r, options, nullptr, chunk_planning::deferred), {}, {}};
   s.report = report_of(s.p, r);
   if (r.input_elements == 0) return s;
-  s.shape = describe_run(s.p, r, options, s.report);
-  require_pinned(r, s.shape, options.pageable, registrations);
+  require_pinned(r, s.p, options.pageable, registrations);
   // A given stage_cost wins: calibrating would only be thrown away.
   if (options.calibrate == stage_calibration::on && !options.stage_cost && !calibration) {
     try {
@@ -110,8 +109,9 @@ settled_run settle_run(const erased_run& r, const pipeline_options& options, con
     s.p = make_plan(r, options, options.model ? &*options.model : chunking_model(options),
                     chunk_planning::allowed, calibrated);
     s.report = report_of(s.p, r);
-    s.shape = describe_run(s.p, r, options, s.report);
   }
+  // Described (and race-checked) once, with the chunking settled.
+  s.shape = describe_run(s.p, r, options, s.report);
   s.report.stage_cost = calibration;
   return s;
 }

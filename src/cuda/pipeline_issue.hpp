@@ -30,7 +30,7 @@ namespace overlap::cuda::detail {
 /// in place (appending to `registrations`) or throws invalid_input naming
 /// "input" or "output", as `policy` says. Pageable memory makes every async
 /// copy synchronous: never silently slow.
-void require_pinned(const erased_run& r, const PipelineShape& shape, pageable_memory policy,
+void require_pinned(const erased_run& r, const plan& p, pageable_memory policy,
                     std::vector<host_registration>& registrations);
 
 /// A run ready to issue.
