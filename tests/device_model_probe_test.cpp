@@ -22,6 +22,7 @@ DeviceModel probed() {
   m.host_calls = {0.0024, 0.0047, 0.0015, 0.0004, 0.0061};
   m.kernel_launch_latency = 0.0015;
   m.copy_start_latency = 0.0027;
+  m.queued_handover_latency = 0.0015;
   m.start_latency_hidden_when_queued = true;
   m.kernels_share_sms = true;
   m.hardware_queues = 32;
@@ -59,6 +60,7 @@ TEST(DeviceModelProbe, AProbedModelRoundTrips) {
   EXPECT_EQ(back.arbitration, copy_arbitration::stream_round_robin);
   EXPECT_EQ(back.host_calls.graph_launch, std::optional<double>(0.0061));
   EXPECT_TRUE(back.kernels_share_sms);
+  EXPECT_DOUBLE_EQ(back.queued_handover_latency, 0.0015);
   EXPECT_DOUBLE_EQ(back.bidirectional_slowdown(copy_direction::d2h, 262144), 1.36);
 }
 
@@ -79,7 +81,8 @@ TEST(DeviceModelProbe, AZeroOrNegativeFigureIsNamed) {
   const std::pair<const char*, double> cases[] = {{"copy_start_latency_ms", 0.0},
                                                   {"kernel_launch_latency_ms", -0.001},
                                                   {"api_call_cost_ms", 0.0},
-                                                  {"host_register_ms_per_gib", 0.0}};
+                                                  {"host_register_ms_per_gib", 0.0},
+                                                  {"queued_handover_latency_ms", -0.001}};
   for (const auto& [field, value] : cases) {
     json j = json::parse(probed().to_json());
     j[field] = value;

@@ -22,15 +22,16 @@ TEST(DeviceModel, PresetsDescribeTheirSchedulers) {
   EXPECT_FALSE(DeviceModel::preset("fermi-1ce").copy_engine_per_direction);
   EXPECT_TRUE(DeviceModel::preset("fermi-2ce").copy_engine_per_direction);
   EXPECT_TRUE(DeviceModel::preset("fermi-2ce").kernel_signal_waits_for_batch);
-  EXPECT_EQ(DeviceModel::preset("h100").hardware_queues, 8u);
-  EXPECT_DOUBLE_EQ(DeviceModel::preset("h100").h2d_pinned.at(256ull << 20), 55.1);
+  EXPECT_EQ(DeviceModel::preset("h100").hardware_queues, 32u);
+  EXPECT_TRUE(DeviceModel::preset("h100").kernels_share_sms);
+  EXPECT_DOUBLE_EQ(DeviceModel::preset("h100").h2d_pinned.at(256ull << 20), 55.2);  // held past 64 MiB
 }
 
 TEST(DeviceModel, BaseAndOverrides) {
-  const DeviceModel m = DeviceModel::from_json(R"({"base": "h100", "hardware_queues": 32, "name": "mine"})");
-  EXPECT_EQ(m.hardware_queues, 32u);
+  const DeviceModel m = DeviceModel::from_json(R"({"base": "h100", "hardware_queues": 16, "name": "mine"})");
+  EXPECT_EQ(m.hardware_queues, 16u);
   EXPECT_EQ(m.name, "mine");
-  EXPECT_DOUBLE_EQ(m.d2h_pinned.at(4096), 1.38);
+  EXPECT_DOUBLE_EQ(m.d2h_pinned.at(4096), 2.2);
 }
 
 TEST(DeviceModel, CurveInterpolatesInLogSizeAndClampsAtTheEnds) {

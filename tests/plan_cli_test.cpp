@@ -42,15 +42,15 @@ TEST(PlanCli, TextNamesTheBestTheFloorTheBoundAndTheRunnerUp) {
            "Workload:   256 MiB in, 256 MiB out, kernel 2.000 ms over all the data, pinned host memory",
            "Device:     h100",
            "Best:       32 chunks of 8 MiB on 3 streams, depth-first issue, a ring of 3 slots (48 MiB)",
-           "Predicted:  5.871 ms",
-           "Floor:      5.505 ms (copies in both directions): the best is 1.07x the floor",
-           "Bound:      H2D copy engine",
+           "Predicted:  5.719 ms",
+           "Floor:      5.257 ms (copies in both directions): the best is 1.09x the floor",
+           "Bound:      D2H copy engine",
            "Runner-up:  32 chunks of 8 MiB on 4 streams, depth-first issue, a ring of 4 slots (64 MiB)",
-           "            5.871 ms, a tie: the best wins on fewer streams; bound: H2D copy engine",
+           "            5.716 ms, a tie: the best wins on fewer streams; bound: D2H copy engine",
        }) {
     EXPECT_TRUE(has_line(r.out, line)) << "lacks: " << line << "\n" << r.out;
   }
-  EXPECT_NE(r.out.find("Why:        copies bound the run: the H2D copy engine is busy"), std::string::npos)
+  EXPECT_NE(r.out.find("Why:        downloads bound the run: the D2H copy engine is busy"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("Searched 856 configurations: "), std::string::npos) << r.out;
 }
@@ -67,9 +67,9 @@ TEST(PlanCli, JsonCarriesTheSameAnswer) {
   EXPECT_EQ(j["best"]["streams"], 3);
   EXPECT_EQ(j["best"]["issue"], "depth_first");
   EXPECT_EQ(j["best"]["chunk_schedule"].size(), 32u);
-  EXPECT_EQ(j["best"]["bound"], "H2D copy engine");
-  EXPECT_NEAR(j["best"]["predicted_ms"].get<double>(), 5.8708, 1e-4);
-  EXPECT_NEAR(j["floor"]["total_ms"].get<double>(), 5.5051, 1e-4);
+  EXPECT_EQ(j["best"]["bound"], "D2H copy engine");
+  EXPECT_NEAR(j["best"]["predicted_ms"].get<double>(), 5.7192, 1e-4);
+  EXPECT_NEAR(j["floor"]["total_ms"].get<double>(), 5.2572, 1e-4);
   EXPECT_EQ(j["runner_up"]["streams"], 4);
   EXPECT_EQ(j["search"]["considered"], 856);
   EXPECT_EQ(j["candidates"].size(), 5u);
@@ -80,8 +80,8 @@ TEST(PlanCli, KernelRateCurveBudgetAndDevice) {
       run({"plan", "--bytes-in", "1GiB", "--bytes-out", "1GiB", "--kernel-rate", "100", "--budget", "64MiB"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(has_line(r.out,
-                       "Best:       ramp 2 MiB -> 8 MiB (131 chunks) on 3 streams, depth-first issue, a ring "
-                       "of 3 slots (48 MiB)"))
+                       "Best:       128 chunks of 8 MiB on 3 streams, depth-first issue, a ring of 3 slots "
+                       "(48 MiB)"))
       << r.out;
   EXPECT_NE(r.out.find("more left out by the budget"), std::string::npos) << r.out;
   r = run({"plan", "--bytes-in", "256MiB", "--bytes-out", "64MiB", "--kernel-cost",

@@ -84,6 +84,33 @@ TEST(SimProbedRules, StartLatencyIsPaidOnlyByAnOpArrivingAtAnIdleEngine) {
   expect_span(t, down, 4.25, 5.25);  // arrives at an idle D2H engine
 }
 
+// A queued op whose stream last ran on another engine still pays
+// queued_handover_latency when its engine reaches it; one behind an op of
+// its own engine on its stream pays nothing.
+TEST(SimProbedRules, AQueuedOpAfterAnotherEnginePaysTheHandOver) {
+  DeviceModel m = unit();
+  m.copy_start_latency = 0.5;
+  m.start_latency_hidden_when_queued = true;
+  m.queued_handover_latency = 0.25;
+  Program p;
+  const auto s1 = p.add_stream("s1");
+  const auto s2 = p.add_stream("s2");
+  const auto busy = p.copy(s1, copy_direction::d2h, 0, host_memory::pinned, 3.0);
+  const auto k = p.kernel(s2, 1.0);
+  const auto after = p.copy(s2, copy_direction::d2h, 0, host_memory::pinned, 1.0);
+  const auto tail = p.copy(s1, copy_direction::d2h, 0, host_memory::pinned, 1.0);
+  const Timeline t = sim::simulate(p, m);
+  expect_span(t, busy, 0.5, 3.5);  // arrives at an idle engine: the start latency
+  expect_span(t, k, 0.0, 1.0);
+  expect_span(t, after, 3.75, 4.75);  // ready at 1, queued: only the hand-over from the kernel
+  expect_span(t, tail, 4.75, 5.75);   // behind a D2H on its own stream: nothing
+
+  m.queued_handover_latency = 0.0;  // the older rule: everything queued starts at once
+  const Timeline hidden = sim::simulate(p, m);
+  expect_span(hidden, after, 3.5, 4.5);
+  expect_span(hidden, tail, 4.5, 5.5);
+}
+
 // Each kind of call costs the host its own measured time.
 TEST(SimProbedRules, EachKindOfCallCostsTheHostItsOwnTime) {
   DeviceModel m = unit();

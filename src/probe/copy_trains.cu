@@ -190,7 +190,7 @@ double copy_bench::two_stream_h2d_gbps(std::size_t bytes, unsigned count) {
 
 std::vector<double> copy_bench::arbitration_finish_ms(unsigned streams, unsigned copies, std::size_t bytes,
                                                       bool depth_first) {
-  streams = std::min(streams, 7U);
+  streams = std::min(streams, pipeline_streams - 1);
   cudaStream_t held = streams_[0].handle;
   owned_event released;
   std::vector<std::unique_ptr<owned_event>> done(static_cast<std::size_t>(streams) * copies);
@@ -246,6 +246,33 @@ double copy_bench::kernel_after_copy_ms() {
   hold_.release();
   check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   return elapsed_ms(after_copy, after_kernel);
+}
+
+double copy_bench::pipeline_chunk_ms(std::size_t bytes, unsigned streams, unsigned count) {
+  streams = std::clamp(streams, 1U, pipeline_streams);
+  cudaStream_t held = streams_[0].handle;
+  owned_event released;
+  std::vector<std::unique_ptr<owned_event>> ends;
+  hold_.hold(held);
+  check(cudaEventRecord(released.handle, held), "cudaEventRecord");
+  for (unsigned k = 0; k < streams; ++k) {
+    check(cudaStreamWaitEvent(streams_[k + 1].handle, released.handle, 0), "cudaStreamWaitEvent");
+    ends.push_back(std::make_unique<owned_event>());
+  }
+  for (unsigned c = 0; c < count; ++c) {
+    cudaStream_t s = streams_[c % streams + 1].handle;
+    const std::size_t offset = offset_of(c, bytes, capacity_);
+    copy(copy_direction::h2d, host_memory::pinned, bytes, offset, s);
+    launch_empty(s);
+    copy(copy_direction::d2h, host_memory::pinned, bytes, offset, s);
+  }
+  for (unsigned k = 0; k < streams; ++k)
+    check(cudaEventRecord(ends[k]->handle, streams_[k + 1].handle), "cudaEventRecord");
+  hold_.release();
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  double last = 0.0;
+  for (const auto& end : ends) last = std::max(last, elapsed_ms(released, *end));
+  return last / count;
 }
 
 double copy_bench::kernel_train_ms(unsigned count) {

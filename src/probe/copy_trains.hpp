@@ -65,6 +65,14 @@ class copy_bench {
   [[nodiscard]] double kernel_after_copy_ms();
   /// Milliseconds per empty kernel in a back-to-back train of `count`.
   [[nodiscard]] double kernel_train_ms(unsigned count);
+  /// Milliseconds per chunk of a depth-first pipeline queued behind a held
+  /// GPU: `count` chunks round-robin over `streams` streams (at most
+  /// pipeline_streams), each an H2D copy of `bytes`, an empty kernel and a
+  /// D2H copy of `bytes`. Beside both_ms at the same size it shows what a
+  /// hand-over between engines costs when the engine fetched the op early.
+  [[nodiscard]] double pipeline_chunk_ms(std::size_t bytes, unsigned streams, unsigned count);
+  /// Streams pipeline_chunk_ms can spread chunks over.
+  static constexpr unsigned pipeline_streams = 8;
   /// Milliseconds between two event records on an idle stream.
   [[nodiscard]] double event_pair_ms();
 
@@ -87,7 +95,7 @@ class copy_bench {
   owned_device device_in_;
   owned_device device_out_;
   gpu_hold hold_;
-  owned_stream streams_[8];
+  owned_stream streams_[pipeline_streams + 1];  // [0] is held; the others carry work
   owned_event events_[2];
 };
 

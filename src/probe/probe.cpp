@@ -154,7 +154,7 @@ probe_measurements run_probe(const probe_options& options) {
   if (cuda::device_count() == 0) throw error("overlap probe: no CUDA device");
   const double started = detail::host_ms();
   const plan p = make_plan(options.quick);
-  stepper step(options, 14);
+  stepper step(options, 15);
 
   probe_measurements m;
   m.quick = options.quick;
@@ -229,6 +229,22 @@ probe_measurements run_probe(const probe_options& options) {
     m.kernel_start_ms = repeat(reps, [&] { return bench.kernel_after_copy_ms(); });
     m.kernel_train_ms = repeat(p.reps, [&] { return bench.kernel_train_ms(128); });
     m.event_ms = repeat(reps, [&] { return bench.event_pair_ms(); });
+  }
+
+  step("engine hand-overs in a queued pipeline");
+  {
+    // Small chunks, so that the hand-overs weigh; many streams, so that
+    // every engine always has a chunk queued and none waits for the window.
+    constexpr std::size_t bytes = std::size_t{256} << 10;
+    constexpr unsigned chunks = 256;
+    m.pipeline.bytes = bytes;
+    m.pipeline.streams = detail::copy_bench::pipeline_streams;
+    m.pipeline.chunk_ms =
+        repeat(p.reps, [&] { return bench.pipeline_chunk_ms(bytes, m.pipeline.streams, chunks); });
+    m.pipeline.train_copy_ms = repeat(p.reps, [&] {
+      const auto [up, down] = bench.both_ms(bytes, chunks);
+      return std::max(up, down);
+    });
   }
 
   step("host cost of each runtime call");

@@ -77,6 +77,10 @@ std::string to_json(const probe_measurements& m) {
   j["kernel_after_copy_ms"] = of(m.kernel_start_ms);
   j["kernel_train_ms"] = of(m.kernel_train_ms);
   j["event_pair_ms"] = of(m.event_ms);
+  j["queued_pipeline"] = {{"bytes", m.pipeline.bytes},
+                          {"streams", m.pipeline.streams},
+                          {"chunk_ms", of(m.pipeline.chunk_ms)},
+                          {"train_copy_ms", of(m.pipeline.train_copy_ms)}};
   j["hardware_queues"] = {{"streams_tried", m.streams_tried},
                           {"concurrent_kernels", m.concurrent_kernels},
                           {"max_connections", m.max_connections}};

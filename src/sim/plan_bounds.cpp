@@ -31,17 +31,35 @@ double min_pair_sum(const std::vector<double>& a, const std::vector<double>& b) 
   return best;
 }
 
+/// How much each direction slows at least while the other runs.
+struct Slowdowns {
+  double h2d = 1.0;
+  double d2h = 1.0;
+};
+
 /// The least time to do `a` ms of H2D and `b` ms of D2H copy work: one engine
 /// does a + b; two engines copying both ways at once for a time x do x / s_h
 /// of the H2D work and x / s_d of the D2H work while the rest runs alone, so
 /// the total a + b - x (1/s_h + 1/s_d - 1) is smallest with as much overlap
 /// as the smaller side allows, when overlap helps at all (1/s_h + 1/s_d > 1).
-double copy_floor(double a, double b, const DeviceModel& model) {
+/// With the least slowdowns the copies can take, it is a bound.
+double copy_floor(double a, double b, Slowdowns s, const DeviceModel& model) {
   if (!model.copy_engine_per_direction) return a + b;
-  const double s_h = model.h2d_slowdown_when_bidirectional;
-  const double s_d = model.d2h_slowdown_when_bidirectional;
-  const double gain = std::max(0.0, 1.0 / s_h + 1.0 / s_d - 1.0);
-  return a + b - std::min(a * s_h, b * s_d) * gain;
+  const double gain = std::max(0.0, 1.0 / s.h2d + 1.0 / s.d2h - 1.0);
+  return a + b - std::min(a * s.h2d, b * s.d2h) * gain;
+}
+
+/// The least slowdowns a copy of any size can take on `model`: a by-size
+/// curve interpolates between its points and holds its ends.
+Slowdowns least_slowdowns(const DeviceModel& model) {
+  if (model.bidirectional.empty())
+    return {model.h2d_slowdown_when_bidirectional, model.d2h_slowdown_when_bidirectional};
+  Slowdowns least{model.bidirectional[0].h2d_slowdown, model.bidirectional[0].d2h_slowdown};
+  for (const BidirectionalPoint& p : model.bidirectional) {
+    least.h2d = std::min(least.h2d, p.h2d_slowdown);
+    least.d2h = std::min(least.d2h, p.d2h_slowdown);
+  }
+  return least;
 }
 
 double peak_rate(const BandwidthCurve& curve) {
@@ -60,7 +78,13 @@ ChunkCosts chunk_costs(const std::vector<std::uint64_t>& chunks, const Workload&
   shape.chunk_schedule = chunks;
   ChunkCosts costs;
   const bool has_output = workload.bytes_out > 0;
+  bool first = true;
   for (const ChunkBytes& chunk : chunk_bytes(shape)) {
+    const double h2d_slowdown = model.bidirectional_slowdown(copy_direction::h2d, chunk.in.bytes);
+    const double d2h_slowdown = model.bidirectional_slowdown(copy_direction::d2h, chunk.out.bytes);
+    costs.h2d_slowdown = first ? h2d_slowdown : std::min(costs.h2d_slowdown, h2d_slowdown);
+    costs.d2h_slowdown = first ? d2h_slowdown : std::min(costs.d2h_slowdown, d2h_slowdown);
+    first = false;
     costs.h2d.push_back(copy_time(copy_direction::h2d, chunk.in.bytes, workload.memory, model));
     const double time = kernel ? kernel->time(chunk.in.bytes) : 0.0;
     costs.kernel.push_back(time);
@@ -91,11 +115,13 @@ double lower_bound(const ChunkCosts& costs, std::uint32_t streams, const DeviceM
   // with 90% of its ask free, so they add up to at most 1 / 0.9.
   const double sm_work = sum(costs.kernel_sm) * (model.kernels_share_sms ? 1.0 : 0.9);
   // Each copy engine runs its copies one at a time, and copies both ways slow each other.
-  double bound = std::max(copy_floor(h2d, d2h, model), sm_work);
+  const Slowdowns slowdowns{costs.h2d_slowdown, costs.d2h_slowdown};
+  double bound = std::max(copy_floor(h2d, d2h, slowdowns, model), sm_work);
   // No download starts before some chunk's upload and kernel are done: by
   // then at most that much upload work is done, the rest still shares the link.
   const double first_download = min_pair_sum(costs.h2d, costs.kernel);
-  bound = std::max(bound, first_download + copy_floor(std::max(0.0, h2d - first_download), d2h, model));
+  bound = std::max(bound,
+                   first_download + copy_floor(std::max(0.0, h2d - first_download), d2h, slowdowns, model));
   // A stream runs its chunks' ops one after another.
   std::vector<double> stream_work(streams, 0.0);
   for (std::size_t c = 0; c < n; ++c)
@@ -126,7 +152,7 @@ PlanFloor floor_of(const Workload& workload, const std::optional<KernelCost>& ke
   // bytes / (GB/s x 1e9) s = bytes / (GB/s x 1e6) ms.
   floor.h2d_ms = static_cast<double>(workload.bytes_in) / (h2d_rate * 1e6);
   floor.d2h_ms = static_cast<double>(workload.bytes_out) / (d2h_rate * 1e6);
-  floor.copies_ms = copy_floor(floor.h2d_ms, floor.d2h_ms, model);
+  floor.copies_ms = copy_floor(floor.h2d_ms, floor.d2h_ms, least_slowdowns(model), model);
   // The kernels' per-byte work over all the data: a launch's fixed part can
   // hide behind another stream's kernel, so one launch over everything is
   // not a floor (a time or a rate has no fixed part: the same figure).

@@ -23,6 +23,10 @@ struct ChunkCosts {
   std::vector<double> d2h;     ///< 0 when there is no output
   double issue_ms = 0.0;       ///< host time to issue every call, the final synchronize included
   double last_issue_ms = 0.0;  ///< host time until the last stream op is issued
+  /// The least slowdown any of these copies takes while the other direction
+  /// runs (the model's by-size curve at the chunks' sizes).
+  double h2d_slowdown = 1.0;
+  double d2h_slowdown = 1.0;
 };
 
 /// Prices `chunks` (input bytes per chunk) of `workload` on `model`.

@@ -50,6 +50,9 @@ struct OpState {
   bool issued = false;
   bool started = false;
   bool signalled = false;
+  // The op before it on its stream (or an event it waits for) ran on another
+  // engine: its engine must acquire that hand-over even when it fetched the op early.
+  bool after_other_engine = false;
   engine unit = engine::none;
 };
 
@@ -112,6 +115,8 @@ class Simulation {
       : program_(program), model_(std::move(model)), ops_(program.ops().size()) {
     model_.validate();
     last_on_stream_.assign(program.streams().size(), no_index);
+    last_unit_on_stream_.assign(program.streams().size(), engine::none);
+    crossed_on_stream_.assign(program.streams().size(), false);
     last_record_.assign(program.events().size(), no_index);
     for (std::size_t i = 0; i < program.streams().size(); ++i) {
       if (is_legacy(program.streams()[i])) legacy_stream_ = static_cast<stream_id>(i);
@@ -339,10 +344,24 @@ class Simulation {
       depend(id, last_record_[*op.event], wait_reason::event_wait);
     }
     if (op.kind == op_kind::event_record) last_record_[*op.event] = id;
+    note_engine_handover(id, stream);
     last_on_stream_[stream] = id;
     ++outstanding_;
     if (s.queue != no_index) queues_[s.queue].push_back(id);
     if (s.pending == 0) became_ready(id);
+  }
+
+  // Marks an op whose stream last used another engine, or waited for an
+  // event, since its previous engine op: queued_handover_latency applies.
+  void note_engine_handover(op_id id, stream_id stream) {
+    const Op& op = program_.ops()[id];
+    OpState& s = ops_[id];
+    if (op.kind == op_kind::stream_wait_event) crossed_on_stream_[stream] = true;
+    if (s.unit == engine::none) return;
+    const engine last = last_unit_on_stream_[stream];
+    s.after_other_engine = crossed_on_stream_[stream] || (last != engine::none && last != s.unit);
+    last_unit_on_stream_[stream] = s.unit;
+    crossed_on_stream_[stream] = false;
   }
 
   void depend(op_id id, std::uint32_t on, wait_reason reason) {
@@ -524,6 +543,7 @@ class Simulation {
     start_context context;
     context.waited = s.ready < now_ - epsilon;
     context.released_by_same_engine = s.has_cause && ops_[s.cause].unit == s.unit;
+    context.after_other_engine = s.after_other_engine;
     s.start = now_ + start_latency(op, model_, context);
     s.remaining = s.solo;
     s.last_update = s.start;
@@ -678,6 +698,8 @@ class Simulation {
   std::uint32_t chosen_copy_[engine_count] = {};
   EngineState engines_[engine_count];
   std::vector<std::uint32_t> last_on_stream_;
+  std::vector<engine> last_unit_on_stream_;  // the engine of each stream's last engine op
+  std::vector<bool> crossed_on_stream_;      // a wait for an event since then
   std::vector<std::uint32_t> last_record_;
   std::optional<stream_id> legacy_stream_;
   std::vector<stream_id> blocking_streams_;

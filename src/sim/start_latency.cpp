@@ -10,7 +10,7 @@ double start_latency(const Op& op, const DeviceModel& model, start_context conte
     latency = model.copy_start_latency;
   }
   if (model.start_latency_hidden_when_queued && (context.waited || context.released_by_same_engine))
-    return 0.0;
+    return context.after_other_engine ? model.queued_handover_latency : 0.0;
   return latency;
 }
 

@@ -169,8 +169,8 @@ TEST(PipelineScheduleGpu, CalibrationFitsACurveThatGrowsWithTheChunkAndPlansOnIt
     planned.stage_cost = cost;
     const overlap::cuda::detail::erased_run erased{input.data(),  n, sizeof(float),
                                                    output.data(), n, sizeof(float)};
-    const auto plan = overlap::cuda::detail::make_plan(
-        erased, planned, &overlap::cuda::detail::builtin_model_of_current_device());
+    const auto plan =
+        overlap::cuda::detail::make_plan(erased, planned, &overlap::cuda::builtin_model_of_current_device());
     EXPECT_EQ(report.chunks, plan.chunks);
     EXPECT_EQ(report.streams, plan.streams);
   }

@@ -48,6 +48,11 @@ TEST(Probe, QuickProbeGivesAModelThatValidatesAndRoundTrips) {
     EXPECT_TRUE(std::is_sorted(run.finish_ms.begin(), run.finish_ms.end()));
     EXPECT_GT(run.finish_ms.front(), 0.0);
   }
+  // The queued pipeline moves the trains' copies plus kernels and hand-overs:
+  // never faster per chunk than the slower direction's copy in a train.
+  EXPECT_EQ(m.pipeline.streams, 8U);
+  EXPECT_GT(m.pipeline.train_copy_ms.median, 0.0);
+  EXPECT_GT(m.pipeline.chunk_ms.median, 0.9 * m.pipeline.train_copy_ms.median);
   EXPECT_GT(m.calls.copy_ms.median, 0.0);
   EXPECT_GT(m.calls.launch_ms.median, 0.0);
   EXPECT_GE(m.concurrent_kernels, 1U);
@@ -56,6 +61,8 @@ TEST(Probe, QuickProbeGivesAModelThatValidatesAndRoundTrips) {
 
   const overlap::DeviceModel model = overlap::probe::model_from_probe(m);
   EXPECT_NO_THROW(model.validate());
+  EXPECT_GE(model.queued_handover_latency, 0.0);
+  EXPECT_LT(model.queued_handover_latency, m.pipeline.chunk_ms.median);
   ASSERT_TRUE(model.probe.has_value());
   EXPECT_EQ(model.probe->device, m.device);
   const overlap::DeviceModel back = overlap::DeviceModel::from_json(model.to_json());

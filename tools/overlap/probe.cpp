@@ -11,6 +11,8 @@
 #include "subcommand.hpp"
 
 #if OVERLAP_HAS_CUDA
+#include "overlap/core/model_cache.hpp"
+#include "overlap/cuda/device_models.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/probe/probe.hpp"
 #endif
@@ -28,6 +30,8 @@ so the host's enqueue cost stays out of the copy timings):
     queued on several streams
   - the host cost of cudaMemcpyAsync, a launch, cudaEventRecord,
     cudaStreamWaitEvent and cudaGraphLaunch; start latencies; event overhead
+  - a depth-first pipeline of 256 KiB chunks queued on 8 streams beside the
+    same copies as trains: what each hand-over between engines costs
   - how many streams run kernels at once (CUDA_DEVICE_MAX_CONNECTIONS)
   - host memcpy pageable->pinned by thread count; cudaHostRegister per GiB
 Every figure is the median of its repetitions; the model file keeps each
@@ -36,6 +40,8 @@ figure's spread and every raw measurement under "probe".
 Examples:
   overlap probe -o my-gpu.json            the full probe (under 2 minutes)
   overlap probe --quick -o my-gpu.json    a smaller sweep (under 20 s)
+  overlap probe --cache                   keep it for this GPU and driver: a Pipeline with
+                                          model_source = cached_probe plans on it
   overlap simulate spec.yaml --device my-gpu.json
   overlap plan --bytes-in 256MiB --bytes-out 256MiB --kernel 0.3 --device my-gpu.json
 
@@ -45,6 +51,7 @@ without CUDA.)";
 struct ProbeOptions {
   bool quick = false;
   bool json = false;
+  bool cache = false;
   std::string output;
 };
 
@@ -98,6 +105,11 @@ std::string summary_text(const probe::probe_measurements& m, const DeviceModel& 
   text += fmt::format(
       "  start latency (us): copy after a kernel {:.2f}, kernel after a copy {:.2f}; event pair {:.2f}\n",
       model.copy_start_latency * 1e3, model.kernel_launch_latency * 1e3, m.event_ms.median * 1e3);
+  text += fmt::format(
+      "  queued pipeline of {} chunks on {} streams: {:.2f} us per chunk against {:.2f} per copy in trains: "
+      "{:.2f} us per engine hand-over\n",
+      size_text(m.pipeline.bytes), m.pipeline.streams, m.pipeline.chunk_ms.median * 1e3,
+      m.pipeline.train_copy_ms.median * 1e3, model.queued_handover_latency * 1e3);
   text += fmt::format("  kernels of {} streams running at once: {} (CUDA_DEVICE_MAX_CONNECTIONS {})\n",
                       m.streams_tried, m.concurrent_kernels, m.max_connections);
   std::string staging;
@@ -114,6 +126,8 @@ int run_probe(const ProbeOptions& o, Streams io) {
     io.err << "overlap probe: no CUDA device\n";
     return exit_bad_input;
   }
+  // A cache folder that cannot be named fails now, not after the probe.
+  if (o.cache) (void)model_cache_dir();
   probe::probe_options options;
   options.quick = o.quick;
   options.progress = [&io](std::size_t step, std::size_t steps, const std::string& what) {
@@ -129,6 +143,16 @@ int run_probe(const ProbeOptions& o, Streams io) {
   } catch (const std::exception& e) {
     io.err << "overlap probe: error: " << e.what() << '\n';
     return exit_findings;
+  }
+  if (o.cache) {
+    try {
+      io.err << "cached: " << store_cached_model(model, cuda::current_device_model_key()).string() << '\n';
+    } catch (const invalid_input&) {
+      throw;
+    } catch (const std::exception& e) {
+      io.err << "overlap probe: error: " << e.what() << '\n';
+      return exit_findings;
+    }
   }
   if (o.output.empty() || o.output == "-") {
     io.out << (o.json ? model.to_json() : summary_text(m, model));
@@ -151,6 +175,9 @@ Subcommand add_probe(CLI::App& parent, Streams io) {
   app->add_flag("--quick", o->quick, "A smaller sweep and fewer repetitions (under 20 s)");
   app->add_option("-o,--output", o->output, "Write the model JSON to FILE (a summary still goes to stdout)");
   app->add_flag("--json", o->json, "Print the model JSON rather than the summary");
+  app->add_flag("--cache", o->cache,
+                "Also keep the model as this GPU's cached probe ($XDG_CACHE_HOME/overlap/models), which a "
+                "Pipeline plans on with model_source = cached_probe");
   return {app, [o, io] {
 #if OVERLAP_HAS_CUDA
             return run_probe(*o, io);

@@ -135,6 +135,12 @@ struct DeviceModel {
   /// it while the op before ran); only an op that arrives at an idle engine
   /// pays its start latency. Probed models set it; presets keep false.
   bool start_latency_hidden_when_queued = false;
+  /// What an op fetched early (start latency hidden) still pays before it
+  /// starts when the op before it on its stream ran on another engine, or it
+  /// follows an event wait: the engine acquires that hand-over only when it
+  /// reaches the op. Probed models measure it (a queued depth-first pipeline
+  /// against independent copy trains); 0 in the presets and older probes.
+  double queued_handover_latency = 0.0;
 
   BandwidthCurve h2d_pinned;
   BandwidthCurve d2h_pinned;

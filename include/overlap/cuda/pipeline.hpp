@@ -28,6 +28,7 @@
 #include "overlap/core/kernel_cost.hpp"
 #include "overlap/core/program.hpp"
 #include "overlap/core/timeline.hpp"
+#include "overlap/cuda/device_models.hpp"
 #include "overlap/cuda/stream.hpp"
 
 namespace overlap::cuda {
@@ -71,11 +72,22 @@ enum class automatic_chunking {
   /// the built-in model (bench/RESULTS.md, issue 11).
   fixed_fraction,
   /// overlap::sim::plan on a device model: the options' model (e.g. probed),
-  /// else the built-in model of the GPU the run is on (h100 on an H100,
-  /// hyperq elsewhere). It searches uniform chunks and ramp schedules
+  /// else the one model_source names (the GPU's built-in model, or its
+  /// cached probe). It searches uniform chunks and ramp schedules
   /// (small chunks first and last, large ones between) over up to 8
   /// streams, depth-first issue, within the budget.
   planned,
+};
+
+/// Where planned chunking gets its device model when pipeline_options::model is empty.
+enum class device_model_source {
+  /// The built-in model of the GPU the run is on (h100 on an H100 or H200,
+  /// hyperq elsewhere): the default.
+  builtin,
+  /// The model `overlap probe --cache` measured on this GPU under this
+  /// driver (overlap/core/model_cache.hpp): run() throws invalid_input
+  /// naming the file and the command when there is none.
+  cached_probe,
 };
 
 /// Whether a run times the stage to learn what it costs by chunk size.
@@ -110,8 +122,10 @@ struct pipeline_options {
   /// How automatic chunking decides (ignored when chunk_bytes is given).
   automatic_chunking chunking = automatic_chunking::fixed_fraction;
   /// The device model automatic chunking plans on (e.g. a file from
-  /// `overlap probe`, DeviceModel::load). Empty: the GPU's built-in model.
+  /// `overlap probe`, DeviceModel::load). Empty: see model_source.
   std::optional<DeviceModel> model;
+  /// Where the model comes from when `model` is empty.
+  device_model_source model_source = device_model_source::builtin;
   /// What the stage costs by chunk size, when known (a fitted KernelCost);
   /// the planner then weighs kernels against copies. Empty: copies only,
   /// or what `calibrate` measures.
@@ -202,10 +216,6 @@ enum class chunk_planning { allowed, deferred };
                              chunk_planning planning = chunk_planning::allowed,
                              const KernelCost* calibrated_stage = nullptr);
 
-/// The built-in model of the current device (h100 on an H100, hyperq
-/// elsewhere), looked up once per device; throws cuda_error.
-[[nodiscard]] const DeviceModel& builtin_model_of_current_device();
-
 /// Whether the planner decides the chunking: no chunk size or schedule is
 /// given, and chunking is planned or the stage is calibrated.
 [[nodiscard]] inline bool plans_chunking(const pipeline_options& options) noexcept {
@@ -213,12 +223,13 @@ enum class chunk_planning { allowed, deferred };
          (options.chunking == automatic_chunking::planned || options.calibrate == stage_calibration::on);
 }
 
-/// The model make_plan needs from the device: the built-in one when the
-/// planner decides the chunking and the options give no model; nullptr
-/// otherwise (no CUDA call then).
+/// The model make_plan needs from the device when the planner decides the
+/// chunking and the options give no model: the built-in one or the cached
+/// probe (options.model_source); nullptr otherwise (no CUDA call then).
 [[nodiscard]] inline const DeviceModel* chunking_model(const pipeline_options& options) {
   if (!plans_chunking(options) || options.model) return nullptr;
-  return &builtin_model_of_current_device();
+  return options.model_source == device_model_source::cached_probe ? &cached_model_of_current_device()
+                                                                   : &builtin_model_of_current_device();
 }
 
 struct pipeline_resources;

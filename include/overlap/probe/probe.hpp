@@ -115,6 +115,15 @@ struct probe_measurements {
   measured kernel_start_ms;  ///< an empty kernel that waited for a copy: its span
   measured kernel_train_ms;  ///< an empty kernel per kernel in a back-to-back train
   measured event_ms;         ///< two event records back to back on an idle stream
+  /// A depth-first pipeline queued behind a held GPU (H2D, empty kernel,
+  /// D2H per chunk, chunks round-robin over streams) against both-direction
+  /// trains of the same copies: what the engines lose per chunk to hand-overs.
+  struct queued_pipeline {
+    std::size_t bytes = 0;   ///< per copy
+    unsigned streams = 0;    ///< the chunks round-robin over
+    measured chunk_ms;       ///< per chunk of the pipeline
+    measured train_copy_ms;  ///< per copy of the slower direction in both-direction trains
+  } pipeline;
   unsigned streams_tried = 0;
   unsigned concurrent_kernels = 0;  ///< most 1-block kernels of different streams seen running at once
   unsigned max_connections = 0;     ///< CUDA_DEVICE_MAX_CONNECTIONS in force (8 when unset)

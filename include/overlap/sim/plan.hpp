@@ -114,17 +114,19 @@ struct Plan {
   /// (its issue order and ring depth alone make a variant, not a rival:
   /// a deeper ring never runs faster); none if there is none.
   std::optional<PlanCandidate> runner_up;
-  /// Other simulated candidates whose predicted time ties with best's
-  /// (within a picosecond), e.g. the other issue order or a deeper ring.
+  /// Other simulated candidates whose predicted time ties with the fastest
+  /// (within 0.1%: the model is not that exact), e.g. the other issue order,
+  /// a deeper ring or more streams; best is the simplest of them.
   std::size_t ties = 0;
   PlanFloor floor;
   std::size_t considered = 0;   ///< configurations in the search space that fit the budget
   std::size_t simulated = 0;    ///< of those, simulated
   std::size_t pruned = 0;       ///< skipped: their lower bound exceeds the runner-up found so far
   std::size_t over_budget = 0;  ///< left out: their ring does not fit device_budget
-  /// Every simulated candidate, best first: predicted time (ties within a
-  /// picosecond), then fewer streams, fewer chunks, uniform before ramp,
-  /// depth-first before breadth-first before stage-first, smaller ring.
+  /// Every simulated candidate, best first: those within 0.1% of the
+  /// fastest prediction, simplest first (fewer streams, fewer chunks,
+  /// uniform before ramp, depth-first before breadth-first before
+  /// stage-first, smaller ring), then the rest by time.
   std::vector<PlanCandidate> candidates;
 };
 
@@ -135,9 +137,10 @@ struct Plan {
 /// searched), chunk_sizes, max_streams, max_chunks, orders, ring_factors.
 [[nodiscard]] Plan plan(const Workload& workload, const DeviceModel& model, const PlanOptions& options = {});
 
-/// Why `winner` ranks before `other`: "0.12 ms faster" or, for a tie, the
-/// tie-break that decides it ("fewer streams", "fewer chunks", "a uniform
-/// schedule", "depth-first issue", "a smaller ring", "larger chunks").
+/// Why `winner` ranks before `other`: "0.12 ms faster" or, for a tie (both
+/// within 0.1% of the faster of the two), the tie-break that decides it
+/// ("fewer streams", "fewer chunks", "a uniform schedule", "depth-first
+/// issue", "a smaller ring", "larger chunks").
 [[nodiscard]] std::string preference_reason(const PlanCandidate& winner, const PlanCandidate& other);
 
 /// The floor alone (also in Plan::floor).
