@@ -43,8 +43,9 @@ BandwidthCurve flat(double gigabytes_per_second) {
 // The H100 figures of HARDWARE.md (medians of event-timed copies, PCIe Gen5).
 DeviceModel h100() {
   // `overlap probe` on an H100 80GB HBM3 (PCIe Gen5, driver 580.159, CUDA
-  // 13.0), 2026-11-24 00:00 UTC, rounded; the prediction grid of
-  // bench/validate holds to a 2% median error on it (bench/RESULTS.md).
+  // 13.0), 2026-11-23 23:57 UTC, rounded, with the start latencies read as
+  // the probe now reads them (events kept); bench/validate predicts its grid
+  // on this preset to a 3.3% / 0.8% median error (bench/RESULTS.md).
   DeviceModel m;
   m.name = "h100";
   m.mapping = queue_mapping::per_stream;
