@@ -90,23 +90,20 @@ run_report pipeline_engine::run(const erased_run& r, const pipeline_options& opt
   if (!resources_) resources_ = std::make_unique<pipeline_resources>();
   pipeline_resources& res = *resources_;
   std::vector<host_registration> registrations;
-  settled_run settled = settle_run(r, options, stage, registrations, res.calibration);
+  const settled_run& settled = res.settle(r, options, stage, registrations);
   const plan& p = settled.p;
-  const PipelineShape& shape = settled.shape;
-  run_report& report = settled.report;
-  if (r.input_elements == 0) return report;
+  if (r.input_elements == 0) return settled.report;
 
   res.prepare(p, p.chunk_input_elements * r.input_element_bytes,
               p.chunk_output_elements * r.output_element_bytes);
-  report.device_bytes = res.ring_bytes();
   const bool record = options.record == recording::on;
   // t0, then a start and an end event for each of a chunk's 3 ops.
   if (record) res.reserve_timing(1 + std::size_t{6} * p.chunks);
 
-  issuer issue(r, p, shape, stage, record ? op_timing::on : op_timing::off);
+  issuer issue(r, p, settled.shape, stage, record ? op_timing::on : op_timing::off);
   const auto started = std::chrono::steady_clock::now();
   try {
-    issue.issue(report.program, res);
+    issue.issue(settled.report.program, res);
   } catch (const std::exception& e) {
     const std::size_t k = issue.current_chunk();
     const bool complete = drain(res.streams);
@@ -117,7 +114,11 @@ run_report pipeline_engine::run(const erased_run& r, const pipeline_options& opt
     std::throw_with_nested(pipeline_error(
         fmt::format("chunk {} of {} failed: {}; {}", k, p.chunks, e.what(), state), k, complete));
   }
-  report.host_issue_ms = ms_since(started);
+  const double issue_ms = ms_since(started);
+  // Copied while the device works: the Program is a few hundred ops.
+  run_report report = settled.report;
+  report.host_issue_ms = issue_ms;
+  report.device_bytes = res.ring_bytes();
   if (!drain(res.streams)) {
     // Surface the asynchronous error with its name; the stream that failed first reports it.
     for (auto& s : res.streams)

@@ -137,6 +137,24 @@ void pipeline_resources::prepare(const plan& p, std::size_t in_bytes, std::size_
   }
 }
 
+const settled_run& pipeline_resources::settle(const erased_run& r, const pipeline_options& options,
+                                              const erased_stage& stage,
+                                              std::vector<host_registration>& registrations) {
+  const erased_run& last = settled_sizes;
+  if (settled && last.input_elements == r.input_elements &&
+      last.input_element_bytes == r.input_element_bytes && last.output_elements == r.output_elements &&
+      last.output_element_bytes == r.output_element_bytes) {
+    require_non_null(r);
+    if (r.input_elements > 0) require_pinned(r, settled->p, options.pageable, registrations);
+    return *settled;
+  }
+  settled.reset();  // a run that fails to settle leaves nothing to reuse
+  settled = settle_run(r, options, stage, registrations, calibration);
+  settled_sizes = {nullptr, r.input_elements,  r.input_element_bytes,
+                   nullptr, r.output_elements, r.output_element_bytes};
+  return *settled;
+}
+
 void pipeline_resources::reserve_timing(std::size_t count) {
   while (timing.size() < count) timing.emplace_back(event_timing::enabled);
 }

@@ -19,10 +19,7 @@ constexpr std::size_t MiB = std::size_t{1} << 20;
 constexpr unsigned automatic_streams = 4;
 
 void require_spans(const erased_run& run, std::size_t required_output) {
-  if (run.input == nullptr && run.input_elements > 0)
-    throw invalid_input("input: null span with a nonzero size");
-  if (run.output == nullptr && run.output_elements > 0)
-    throw invalid_input("output: null span with a nonzero size");
+  require_non_null(run);
   if (run.output_elements < required_output) {
     throw invalid_input(fmt::format("output: {} elements is too small for {} input elements (expected >= {})",
                                     run.output_elements, run.input_elements, required_output));
@@ -225,6 +222,13 @@ planned_chunking plan_with_model(const erased_run& run, const pipeline_options& 
 }
 
 }  // namespace
+
+void require_non_null(const erased_run& run) {
+  if (run.input == nullptr && run.input_elements > 0)
+    throw invalid_input("input: null span with a nonzero size");
+  if (run.output == nullptr && run.output_elements > 0)
+    throw invalid_input("output: null span with a nonzero size");
+}
 
 plan make_plan(const erased_run& run, const pipeline_options& o, const DeviceModel* detected,
                chunk_planning planning, const KernelCost* calibrated_stage) {

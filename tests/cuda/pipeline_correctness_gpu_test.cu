@@ -370,10 +370,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PipelineReduction,
 TEST(PipelineReuse, RunsOfGrowingAndShrinkingSizesStayCorrect) {
   if (overlap::cuda::device_count() == 0) GTEST_SKIP() << "skipped: no CUDA device";
   // Automatic chunking: the chunk (and so the ring) grows with the data and
-  // must be rebuilt, then kept when a later run needs less.
+  // must be rebuilt, then kept when a later run needs less. A size run
+  // again reuses the plan of the run before it, on new buffers each time.
   Pipeline<float, float> pipeline;
   for (const std::size_t n :
-       {std::size_t{1000}, std::size_t{20'000'001}, std::size_t{3}, std::size_t{262'145}}) {
+       {std::size_t{1000}, std::size_t{1000}, std::size_t{20'000'001}, std::size_t{20'000'001},
+        std::size_t{3}, std::size_t{262'145}, std::size_t{1000}}) {
     pinned_buffer<float> input(n);
     pinned_buffer<float> output(n);
     overlap_test::fill_random(input.span(), n);
@@ -389,6 +391,13 @@ TEST(PipelineReuse, RunsOfGrowingAndShrinkingSizesStayCorrect) {
     for (std::size_t i = 0; i < n; ++i) expected[i] = transform<float, float>::apply(input[i]);
     EXPECT_TRUE(overlap_test::same_bytes<float>(expected, output.span())) << n << " elements";
     EXPECT_GE(report.device_bytes, report.ring_depth * 2 * report.chunk_bytes) << n << " elements";
+    const std::size_t chunk_elements = report.chunk_bytes / sizeof(float);
+    EXPECT_EQ(report.chunks, (n + chunk_elements - 1) / chunk_elements) << n << " elements";
+    const auto& ops = report.program.ops();
+    const auto copies = std::count_if(
+        ops.begin(), ops.end(), [](const overlap::Op& op) { return op.kind == overlap::op_kind::copy; });
+    EXPECT_EQ(static_cast<std::size_t>(copies), 2 * report.chunks)
+        << n << " elements: the Program of this run";
   }
 }
 

@@ -202,6 +202,11 @@ struct plan {
   unsigned ring_depth = 0;
 };
 
+/// Throws invalid_input naming "input" or "output" when its span is null
+/// with a nonzero size (part of make_plan; a run that reuses an earlier
+/// run's plan still checks its own spans).
+void require_non_null(const erased_run& run);
+
 /// Whether make_plan may run the planner (deferred: check the arguments
 /// with the fixed fraction first, and plan later, once).
 enum class chunk_planning { allowed, deferred };
