@@ -108,6 +108,38 @@ TEST(BenchVerdicts, JsonMarksAQuickRunNotJudged) {
   EXPECT_EQ(full["verdicts"][0]["name"], "transfer_best_vs_floor");
 }
 
+TEST(BenchVerdicts, AnUnsteadyLinkPutsACaveatOnEveryLinkBoundVerdict) {
+  // The fixture's peaks spread 1-2%: no caveat.
+  const Judgement steady = judge(result_of(transfer_workload(), compute_workload()), false);
+  for (const Verdict& v : steady.verdicts) EXPECT_TRUE(v.caveat.empty()) << v.name;
+
+  bench::workload_result w = transfer_workload();
+  w.link =
+      bench::make_link_floor({12.5, 4 * bench_fixtures::MiB, 0.01}, {12.0, 16 * bench_fixtures::MiB, 0.02},
+                             {18.0, 64 * bench_fixtures::MiB, 0.104}, w.bytes, w.bytes);
+  const Judgement j = judge(result_of(std::move(w), compute_workload()), false);
+  const std::string expected =
+      "the link was unsteady in this run (peak spread both directions 10.4%, over 5%): re-run before "
+      "trusting this verdict";
+  for (const char* name :
+       {"transfer_best_vs_floor", "transfer_best_vs_sequential", "transfer_default_vs_floor",
+        "transfer_default_vs_best_uniform", "transfer_default_vs_two_stream"}) {
+    EXPECT_EQ(named(j, name).caveat, expected) << name;
+  }
+  // Host costs and the compute-bound ratios do not ride on the link.
+  EXPECT_TRUE(named(j, "compute_host_cost_per_chunk").caveat.empty());
+  EXPECT_TRUE(named(j, "compute_best_vs_floor").caveat.empty());
+  EXPECT_TRUE(named(j, "compute_default_vs_floor").caveat.empty());
+
+  const std::string text = verdicts_text(j);
+  EXPECT_NE(text.find("link floor: 1.056x\n        (the link was unsteady in this run"), std::string::npos)
+      << text;
+  nlohmann::ordered_json out;
+  add_verdicts_json(out, j);
+  EXPECT_EQ(out["verdicts"][0]["caveat"], expected);
+  EXPECT_FALSE(out["verdicts"][2].contains("caveat"));  // compute_best_vs_floor
+}
+
 TEST(BenchVerdicts, TransferBoundResultsWithoutALinkFloorAreAnError) {
   bench::workload_result w = transfer_workload();
   w.link.reset();

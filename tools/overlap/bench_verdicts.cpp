@@ -22,6 +22,24 @@ std::string key_of(const workload_result& w) {
   return w.kind == workload_kind::transfer_bound ? "transfer" : "compute";
 }
 
+// The caveat of a workload's link-bound verdicts, or empty: the floor's
+// peaks came from reps that spread too far to trust the ratios.
+std::string link_caveat(const workload_result& w) {
+  if (w.kind != workload_kind::transfer_bound || !w.link) return {};
+  const bench::link_floor& f = *w.link;
+  const std::pair<const char*, const bench::link_peak*> peaks[] = {
+      {"H2D", &f.h2d}, {"D2H", &f.d2h}, {"both directions", &f.both}};
+  std::string unsteady;
+  for (const auto& [name, peak] : peaks) {
+    if (peak->spread <= unsteady_link_spread) continue;
+    unsteady += fmt::format("{}{} {:.1f}%", unsteady.empty() ? "" : ", ", name, 100.0 * peak->spread);
+  }
+  if (unsteady.empty()) return {};
+  return fmt::format(
+      "the link was unsteady in this run (peak spread {}, over {:.0f}%): re-run before trusting this verdict",
+      unsteady, 100.0 * unsteady_link_spread);
+}
+
 }  // namespace
 
 Judgement judge(const bench::bench_result& r, bool quick) {
@@ -31,7 +49,7 @@ Judgement judge(const bench::bench_result& r, bool quick) {
   std::vector<Verdict>& verdicts = judgement.verdicts;
   const auto add = [&verdicts](std::string name, std::string text, double value, double limit,
                                std::string unit, bool pass) {
-    verdicts.push_back({std::move(name), std::move(text), value, limit, std::move(unit), pass});
+    verdicts.push_back({std::move(name), std::move(text), value, limit, std::move(unit), pass, {}});
   };
   for (const workload_result& w : r.workloads) {
     const std::string wname(bench::to_string(w.kind));
@@ -83,6 +101,13 @@ Judgement judge(const bench::bench_result& r, bool quick) {
                     bench::to_string(w.kind)),
         us, 10.0, "us", us < 10.0);
   }
+  // Every transfer-bound ratio but the host cost is a ratio of link-bound times.
+  for (Verdict& v : verdicts) {
+    if (!v.name.starts_with("transfer_") || v.unit != "x") continue;
+    for (const workload_result& w : r.workloads) {
+      if (w.kind == workload_kind::transfer_bound) v.caveat = link_caveat(w);
+    }
+  }
   return judgement;
 }
 
@@ -95,7 +120,10 @@ std::vector<std::string> verdict_lines(const Judgement& j) {
   if (!j.judged) return {not_judged_line};
   std::vector<std::string> lines;
   lines.reserve(j.verdicts.size());
-  for (const Verdict& v : j.verdicts) lines.push_back(verdict_line(v));
+  for (const Verdict& v : j.verdicts) {
+    lines.push_back(verdict_line(v));
+    if (!v.caveat.empty()) lines.push_back("      (" + v.caveat + ")");
+  }
   return lines;
 }
 
@@ -116,6 +144,7 @@ void add_verdicts_json(nlohmann::ordered_json& out, const Judgement& j) {
                       {"limit", v.limit},
                       {"unit", v.unit},
                       {"pass", v.pass}});
+    if (!v.caveat.empty()) judged.back()["caveat"] = v.caveat;
     all_pass = all_pass && v.pass;
   }
   out["verdicts_judged"] = j.judged;

@@ -23,7 +23,16 @@ struct Verdict {
   double limit = 0.0;  ///< the target it is held to
   std::string unit;    ///< "x" or "us"
   bool pass = false;   ///< whether value meets limit
+  /// Why the verdict may not hold on a re-run, or empty: a transfer-bound
+  /// verdict of a run whose link rates swung (see unsteady_link_spread).
+  std::string caveat;
 };
+
+/// A link peak whose reps spread more than this ((max - min) / median)
+/// was measured while the link was disturbed (the lent H100s share their
+/// PCIe path: 10% swings within a run were seen); the transfer-bound
+/// verdicts of that run carry a caveat.
+inline constexpr double unsteady_link_spread = 0.05;
 
 /// The verdicts of a run, or none when it was not judged (--quick).
 struct Judgement {
@@ -39,7 +48,8 @@ inline constexpr const char* not_judged_line =
 /// overlap::error when a row a verdict needs was not measured.
 [[nodiscard]] Judgement judge(const bench::bench_result& r, bool quick);
 
-/// "PASS  transfer-bound best Pipeline within 1.05x of the link floor: 0.987x".
+/// "PASS  transfer-bound best Pipeline within 1.05x of the link floor: 0.987x",
+/// and the caveat on the next line when there is one.
 [[nodiscard]] std::string verdict_line(const Verdict& v);
 
 /// The verdict lines of the reports: one PASS/FAIL line per verdict, or
