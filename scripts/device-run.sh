@@ -46,7 +46,7 @@ for s in $steps; do
         step memcheck compute-sanitizer --tool memcheck --leak-check full --report-api-errors no --error-exitcode 3 \
           "$B/tests/overlap_gpu_tests" --gtest_brief=1 ;;
     examples)
-      for ex in "$B"/examples/stream_overlap "$B"/examples/out_of_core; do
+      for ex in "$B"/examples/stream_overlap "$B"/examples/out_of_core "$B"/examples/feed_frames; do
         [ -x "$ex" ] && step "$(basename "$ex")" "$ex"
       done ;;
     probe)

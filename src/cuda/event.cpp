@@ -6,8 +6,9 @@
 
 namespace overlap::cuda {
 
-event::event(event_timing timing) {
-  const unsigned flags = timing == event_timing::enabled ? cudaEventDefault : cudaEventDisableTiming;
+event::event(event_timing timing, event_wait wait) {
+  unsigned flags = timing == event_timing::enabled ? cudaEventDefault : cudaEventDisableTiming;
+  if (wait == event_wait::block) flags |= cudaEventBlockingSync;
   check(cudaEventCreateWithFlags(&handle_, flags), "cudaEventCreateWithFlags");
 }
 

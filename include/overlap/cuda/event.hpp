@@ -10,10 +10,15 @@ namespace overlap::cuda {
 /// Whether an event records a timestamp (timing costs a little).
 enum class event_timing { disabled, enabled };
 
+/// How a host thread waits in event::synchronize: spinning (the default:
+/// the lowest latency, a core busy) or sleeping until the driver wakes it
+/// (cudaEventBlockingSync: a core free for other host work).
+enum class event_wait { spin, block };
+
 /// An owned CUDA event, destroyed with the object.
 class event {
  public:
-  explicit event(event_timing timing = event_timing::disabled);
+  explicit event(event_timing timing = event_timing::disabled, event_wait wait = event_wait::spin);
   ~event();
   event(const event&) = delete;
   event& operator=(const event&) = delete;

@@ -1,0 +1,68 @@
+// overlap::FeedShape: a stream of items through N slots (ping-pong when N
+// is 2) as a Program.
+//
+// Each item is produced on the host into its slot's pinned input, copied
+// in, processed and copied out on the slot's stream, and handed to a
+// consumer in item order. Item k uses slot k mod N. A slot's input and
+// output halves are freed separately: the host produces item k once item
+// k - N's upload is done ("in_free_K"), and issues item k's download once
+// the consumer is done with item k - N ("out_free_K"), so the producer of
+// item k + N - 1 can run while the consumer of item k - 1 does. That is the
+// feed's backpressure: the producer is never more than N items ahead of the
+// consumer. The consumer runs on a host thread of its own, in item order:
+// it is modelled as host functions on a stream of its own ("consumer") that
+// waits for each item's download ("ready_K"). The whole feed is then one
+// host thread's Program that overlap::sim can time and overlap::check can
+// prove race-free.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "overlap/core/device_model.hpp"
+#include "overlap/core/kernel_cost.hpp"
+#include "overlap/core/program.hpp"
+
+namespace overlap {
+
+/// One item of a feed.
+struct FeedItem {
+  std::uint64_t bytes_in = 0;   ///< copied to the device (> 0)
+  std::uint64_t bytes_out = 0;  ///< copied back (0: no download)
+};
+
+/// A feed, described by its items and what each stage costs per item.
+struct FeedShape {
+  std::uint32_t slots = 2;      ///< >= 1; 2 is ping-pong
+  std::vector<FeedItem> items;  ///< in production order, at least one
+  double producer_time = 0.0;   ///< host time to produce one item (>= 0)
+  double consumer_time = 0.0;   ///< host time to consume one item (>= 0)
+  double kernel_time = 0.0;     ///< per item (>= 0), unless kernel_cost is set
+  /// When set, item k's kernel takes kernel_cost->time(its input bytes).
+  std::optional<KernelCost> kernel_cost;
+  stream_kind kind = stream_kind::non_blocking;
+  /// Declare what each op reads and writes (slot buffers in_K, d_in_K,
+  /// d_out_K and out_K), for the checker.
+  bool declare_accesses = true;
+  std::string time_unit = "ms";
+  std::string name = "feed";
+};
+
+/// The Program a feed issues: per item k on slot s, from item N on a wait
+/// for in_free_s; the producer as host work; H2D and the slot's in_free_s;
+/// the kernel; from item N on a wait for out_free_s; D2H and ready_s; the
+/// consumer stream's wait for ready_s, the consumer as a host function and
+/// out_free_s; then a final device synchronize. Throws overlap::invalid_input naming the bad field
+/// (slots, items, items[k].bytes_in, producer_time, consumer_time,
+/// kernel_time, kernel_cost).
+[[nodiscard]] Program make_feed_program(const FeedShape& shape);
+
+/// Slots a feed needs to keep every engine busy on `model`: one item per
+/// engine that can work at once (a copy engine per direction, or one for
+/// both, beside the kernel), plus one the host is producing into while the
+/// consumer reads another: 4 on the h100 preset, 3 with one copy engine.
+[[nodiscard]] std::uint32_t default_feed_slots(const DeviceModel& model) noexcept;
+
+}  // namespace overlap

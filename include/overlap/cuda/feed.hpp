@@ -1,0 +1,214 @@
+// overlap::cuda::Feed: a stream of items through N slots (2 = ping-pong).
+//
+// Pipeline moves one big buffer; a Feed serves items that arrive over time
+// (frames, packets, batches). Each slot is a pinned input and output pair
+// with its device buffers and stream. A producer fills the next slot's
+// input on the host, the stage launches the kernel, and a consumer
+// receives each finished output, in item order, on a host thread of its
+// own, so the producer of item k + N - 1 runs while item k is on the GPU and
+// the consumer of item k - 1 runs. When every slot is in flight the
+// producer waits, asleep: the feed never runs more than N items ahead of
+// its consumer. FeedShape (overlap/core/feed_shape.hpp) describes the same
+// issue as a Program, to simulate, check and draw.
+//
+//   overlap::cuda::feed_options options;
+//   options.slot_elements = 1 << 20;                         // the largest frame
+//   overlap::cuda::Feed<float> feed(options);
+//   auto report = feed.run(
+//       [&](std::span<float> slot, std::size_t item) -> std::optional<std::size_t> {
+//         if (item == frames) return std::nullopt;           // done
+//         return camera.read_into(slot);                     // elements filled
+//       },
+//       [](std::span<const float> in, std::span<float> out, overlap::cuda::stream_view s, std::size_t) {
+//         my_kernel<<<blocks, 256, 0, s.get()>>>(in.data(), out.data(), in.size());
+//       },
+//       [&](std::span<const float> result, std::size_t item) { sink.write(result); });
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "overlap/core/error.hpp"
+#include "overlap/core/feed_shape.hpp"
+#include "overlap/cuda/pipeline.hpp"
+#include "overlap/cuda/stream.hpp"
+
+namespace overlap::cuda {
+
+/// How a Feed is laid out. Checked when the Feed is made (no CUDA call).
+struct feed_options {
+  /// Input elements one slot holds: the largest item (> 0). Required.
+  std::size_t slot_elements = 0;
+  /// Slots (>= 1; 2 is ping-pong). Automatic: enough to keep every engine
+  /// of the GPU busy (default_feed_slots of its built-in model: 4 on an H100).
+  std::optional<unsigned> slots;
+  /// Output elements per input elements, for every item.
+  output_ratio ratio;
+};
+
+/// Milliseconds from an item's production (the producer's return) to its
+/// consumption (the consumer's call): its copies, kernel and waits.
+struct feed_latency {
+  double median_ms = 0.0;
+  double p95_ms = 0.0;
+  double max_ms = 0.0;
+};
+
+/// What a run of a Feed did.
+struct feed_report {
+  std::size_t items = 0;         ///< items consumed
+  std::size_t input_bytes = 0;   ///< bytes of every consumed item's input
+  std::size_t output_bytes = 0;  ///< bytes of every consumed item's output
+  double wall_ms = 0.0;          ///< from run()'s start to the last consumer's return
+  double items_per_second = 0.0;
+  /// Input plus output bytes per second over wall_ms (1 GB = 1e9 bytes).
+  double gigabytes_per_second = 0.0;
+  feed_latency latency;
+  double producer_ms = 0.0;    ///< median host time of one producer call
+  double consumer_ms = 0.0;    ///< median host time of one consumer call
+  double host_issue_ms = 0.0;  ///< host time spent issuing copies, stages and events, in all
+  unsigned slots = 0;
+  std::size_t slot_elements = 0;
+  /// The most items produced and not yet consumed at once (<= slots).
+  std::size_t most_ahead = 0;
+  bool stopped = false;  ///< stop() ended the run before the producer said it was done
+  /// The run as a FeedShape (its first max_described_items items, and the
+  /// producer's and consumer's median times): make_feed_program(shape)
+  /// simulates, checks or draws it.
+  FeedShape shape;
+};
+
+/// Items a feed_report's shape keeps: enough for the steady state.
+inline constexpr std::size_t max_described_items = 4096;
+
+/// Which part of a feed failed.
+enum class feed_part { producer, stage, consumer, device };
+/// "producer", "stage", "consumer", "device".
+[[nodiscard]] std::string_view to_string(feed_part part) noexcept;
+
+/// A feed stopped on a failure: the item, and which part failed. Every item
+/// before it was consumed exactly once (the consumer saw items 0..item-1,
+/// and for a consumer failure also `item`, on which it threw); none after
+/// it was. The original exception is nested.
+class feed_error : public error {
+ public:
+  feed_error(const std::string& what, std::size_t item, feed_part part)
+      : error(what), item_(item), part_(part) {}
+  [[nodiscard]] std::size_t item() const noexcept { return item_; }
+  [[nodiscard]] feed_part part() const noexcept { return part_; }
+
+ private:
+  std::size_t item_;
+  feed_part part_;
+};
+
+namespace detail {
+
+/// The element-type-free layout of a Feed.
+struct feed_layout {
+  std::size_t slot_elements = 0;
+  std::size_t input_element_bytes = 1;
+  std::size_t output_element_bytes = 1;
+  output_ratio ratio;
+};
+
+/// Fills the slot (pointer, capacity in elements) for an item; the elements
+/// filled, or nullopt when there are no more items.
+using erased_producer = std::function<std::optional<std::size_t>(void*, std::size_t, std::size_t)>;
+/// Receives an item's output (pointer, elements) on the host.
+using erased_consumer = std::function<void(const void*, std::size_t, std::size_t)>;
+
+/// Checks the options (throws invalid_input naming the field) and returns
+/// the output elements of a full slot. No CUDA call.
+std::size_t check_feed_options(const feed_options& options, std::size_t input_element_bytes);
+
+/// Checks a produced item's size: within the slot, and whole outputs at the
+/// ratio. Throws invalid_input naming the producer and the item. No CUDA call.
+void check_item_size(std::size_t elements, std::size_t item, const feed_options& options);
+
+struct feed_resources;
+
+/// Slots, threads and the stop flag behind a Feed.
+class feed_engine {
+ public:
+  feed_engine();
+  ~feed_engine();
+  feed_engine(const feed_engine&) = delete;
+  feed_engine& operator=(const feed_engine&) = delete;
+  feed_engine(feed_engine&&) = delete;
+  feed_engine& operator=(feed_engine&&) = delete;
+
+  feed_report run(const feed_layout& layout, const feed_options& options, const erased_producer& producer,
+                  const erased_stage& stage, const erased_consumer& consumer);
+  void stop() noexcept { stop_requested_.store(true, std::memory_order_relaxed); }
+
+ private:
+  std::unique_ptr<feed_resources> resources_;
+  std::atomic<bool> stop_requested_{false};
+};
+
+}  // namespace detail
+
+/// A stream of items through N slots: produced on the host, copied in,
+/// processed by the stage, copied out and consumed on the host, all
+/// overlapped. Reuse one Feed for many runs: its slots are kept. Not
+/// copyable or movable (stop() may be called from another thread).
+template <typename In, typename Out = In>
+class Feed {
+ public:
+  /// Fills `slot` (pinned host memory, slot_elements long) with item
+  /// `item` and returns the elements filled (> 0), or std::nullopt when
+  /// there are no more items.
+  using producer_function = std::function<std::optional<std::size_t>(std::span<In> slot, std::size_t item)>;
+  /// Launches the kernel for one item on `stream`: `in` and `out` are device memory.
+  using stage_function =
+      std::function<void(std::span<const In> in, std::span<Out> out, stream_view stream, std::size_t item)>;
+  /// Receives item `item`'s output (pinned host memory, valid during the call).
+  using consumer_function = std::function<void(std::span<const Out> result, std::size_t item)>;
+
+  /// Throws invalid_input naming the field (slot_elements, slots, ratio); no CUDA call.
+  explicit Feed(const feed_options& options) : options_(options) {
+    (void)detail::check_feed_options(options_, sizeof(In));
+  }
+
+  /// Runs items until the producer returns std::nullopt or stop() is
+  /// called, and returns when every produced item has been consumed.
+  /// Throws feed_error naming the item and the part when the producer, the
+  /// stage, the consumer or the device fails, after draining what was in
+  /// flight; an item larger than the slot is a producer failure.
+  feed_report run(const producer_function& producer, const stage_function& stage,
+                  const consumer_function& consumer) {
+    return engine_.run(
+        {options_.slot_elements, sizeof(In), sizeof(Out), options_.ratio}, options_,
+        [&producer](void* slot, std::size_t capacity, std::size_t item) {
+          return producer(std::span<In>(static_cast<In*>(slot), capacity), item);
+        },
+        [&stage](const void* in, std::size_t in_count, void* out, std::size_t out_count, stream_view s,
+                 std::size_t item) {
+          stage(std::span<const In>(static_cast<const In*>(in), in_count),
+                std::span<Out>(static_cast<Out*>(out), out_count), s, item);
+        },
+        [&consumer](const void* out, std::size_t count, std::size_t item) {
+          consumer(std::span<const Out>(static_cast<const Out*>(out), count), item);
+        });
+  }
+
+  /// Asks a run to end: the producer is not called again, and run()
+  /// returns once the items in flight are consumed (feed_report::stopped).
+  /// Thread-safe; callable from the producer, the consumer or another thread.
+  /// A stop() while no run is under way ends the next run before its first item.
+  void stop() noexcept { engine_.stop(); }
+
+  [[nodiscard]] const feed_options& options() const noexcept { return options_; }
+
+ private:
+  feed_options options_;
+  detail::feed_engine engine_;
+};
+
+}  // namespace overlap::cuda

@@ -1,0 +1,380 @@
+// A Feed's run: the producer and the issue on the calling thread, the
+// consumer on a thread of its own, and the slots between them.
+//
+// Item k uses slot k mod N. The calling thread waits (asleep, on a
+// blocking-sync event) for item k - N's upload before producing item k into
+// the slot's pinned input, issues its upload and stage, then waits (on a
+// condition variable) for the consumer to be done with item k - N before
+// issuing the download into the slot's pinned output. The consumer thread
+// takes items in order, sleeps on each one's "ready" event, and calls the
+// consumer. So the producer is never more than N items ahead, nothing
+// spins, and the producer of item k + N - 1 overlaps the consumer of k - 1.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "overlap/cuda/device_models.hpp"
+#include "overlap/cuda/error.hpp"
+#include "overlap/cuda/event.hpp"
+#include "overlap/cuda/feed.hpp"
+#include "overlap/cuda/memory.hpp"
+#include "overlap/cuda/nvtx.hpp"
+
+namespace overlap::cuda::detail {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double ms_between(clock_type::time_point a, clock_type::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+/// One slot: pinned input and output, device buffers, its stream and events.
+/// The stream is declared before the device buffers, which are freed on it.
+struct feed_slot {
+  feed_slot(std::size_t in_bytes, std::size_t out_bytes)
+      : host_in(in_bytes),
+        host_out(out_bytes),
+        s(stream::options{stream_sync::non_blocking, 0}),
+        device_in(in_bytes, s.view()),
+        device_out(out_bytes, s.view()) {}
+
+  pinned_buffer<std::byte> host_in;
+  pinned_buffer<std::byte> host_out;
+  stream s;
+  device_buffer<std::byte> device_in;
+  device_buffer<std::byte> device_out;
+  event uploaded{event_timing::disabled, event_wait::block};  // the host may refill host_in
+  event ready{event_timing::disabled, event_wait::block};     // host_out holds the item
+};
+
+struct feed_resources {
+  std::vector<std::unique_ptr<feed_slot>> slots;
+};
+
+namespace {
+
+/// An item between the calling thread and the consumer thread.
+struct item_record {
+  std::size_t in_elements = 0;
+  std::size_t out_elements = 0;
+  clock_type::time_point produced;
+};
+
+/// What the two threads share, under `mutex`.
+class feed_run {
+ public:
+  feed_run(const feed_layout& layout, const feed_options& options, feed_resources& res,
+           const erased_producer& producer, const erased_stage& stage, const erased_consumer& consumer,
+           const std::atomic<bool>& stop)
+      : layout_(layout),
+        options_(options),
+        res_(res),
+        producer_(producer),
+        stage_(stage),
+        consumer_(consumer),
+        stop_(stop),
+        n_(static_cast<unsigned>(res.slots.size())),
+        ring_(n_) {}
+
+  feed_report run();
+
+ private:
+  void produce();
+  void consume();
+  /// Keeps the failure of the earliest item; `abort` also stops the consumer.
+  void fail(std::size_t item, feed_part part, std::exception_ptr error, bool abort);
+  [[noreturn]] void rethrow_failure();
+
+  const feed_layout& layout_;
+  const feed_options& options_;
+  feed_resources& res_;
+  const erased_producer& producer_;
+  const erased_stage& stage_;
+  const erased_consumer& consumer_;
+  const std::atomic<bool>& stop_;
+  const unsigned n_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<item_record> ring_;  // item k at k mod n_, published when issued_ > k
+  std::size_t issued_ = 0;         // items whose download is issued
+  std::size_t consumed_ = 0;       // items the consumer has returned from
+  bool producing_done_ = false;    // no item after issued_ will come
+  bool aborted_ = false;           // the consumer or the device failed: stop everything
+  std::exception_ptr error_;
+  std::size_t failed_item_ = 0;
+  feed_part failed_part_ = feed_part::producer;
+  bool stopped_ = false;
+
+  // Written by one thread each, read after both are done.
+  std::vector<double> producer_ms_;
+  std::vector<FeedItem> described_;
+  double issue_ms_ = 0.0;
+  std::size_t most_ahead_ = 0;
+  std::vector<double> latency_ms_;
+  std::vector<double> consumer_ms_;
+  std::size_t input_bytes_ = 0;
+  std::size_t output_bytes_ = 0;
+  clock_type::time_point last_consumed_;
+};
+
+void feed_run::fail(std::size_t item, feed_part part, std::exception_ptr error, bool abort) {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    // Consumed items succeeded: a device error seen later (errors are
+    // sticky) belongs to an item still in flight.
+    item = std::max(item, consumed_);
+    if (!error_ || item < failed_item_) {
+      error_ = std::move(error);
+      failed_item_ = item;
+      failed_part_ = part;
+    }
+    aborted_ = aborted_ || abort;
+  }
+  changed_.notify_all();
+}
+
+void feed_run::produce() {
+  const std::size_t in_bytes = layout_.input_element_bytes;
+  const std::size_t out_bytes = layout_.output_element_bytes;
+  for (std::size_t k = 0;; ++k) {
+    if (stop_.load(std::memory_order_relaxed)) {
+      stopped_ = true;
+      return;
+    }
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (aborted_) return;
+    }
+    feed_slot& slot = *res_.slots[k % n_];
+    // The slot's input is free once item k - n's upload is done.
+    if (k >= n_) {
+      const cudaError_t status = cudaEventSynchronize(slot.uploaded.get());
+      if (status != cudaSuccess) {
+        fail(k - n_, feed_part::device,
+             std::make_exception_ptr(cuda_error(status, "cudaEventSynchronize", "waiting for an upload")),
+             true);
+        return;
+      }
+    }
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      most_ahead_ = std::max(most_ahead_, k - consumed_);
+    }
+    const auto started = clock_type::now();
+    std::optional<std::size_t> produced;
+    try {
+      const nvtx_range range("Produce", k);
+      produced = producer_(slot.host_in.data(), layout_.slot_elements, k);
+      if (produced) check_item_size(*produced, k, options_);
+    } catch (...) {
+      fail(k, feed_part::producer, std::current_exception(), false);
+      return;
+    }
+    const auto done = clock_type::now();
+    if (!produced) return;
+    producer_ms_.push_back(ms_between(started, done));
+    const std::size_t n = *produced;
+    const std::size_t m = n / layout_.ratio.in * layout_.ratio.out;
+    const cudaStream_t s = slot.s.get();
+    try {
+      check(cudaMemcpyAsync(slot.device_in.data(), slot.host_in.data(), n * in_bytes, cudaMemcpyHostToDevice,
+                            s),
+            "cudaMemcpyAsync", fmt::format("H2D of item {}", k));
+      slot.uploaded.record(slot.s.view());
+    } catch (...) {
+      fail(k, feed_part::device, std::current_exception(), true);
+      return;
+    }
+    try {
+      stage_(slot.device_in.data(), n, slot.device_out.data(), m, slot.s.view(), k);
+      check(cudaGetLastError(), "kernel launch in the stage", fmt::format("item {}", k));
+    } catch (...) {
+      fail(k, feed_part::stage, std::current_exception(), false);
+      return;
+    }
+    issue_ms_ += ms_between(done, clock_type::now());
+    // The slot's output is free once the consumer is done with item k - n.
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [&] { return aborted_ || consumed_ + n_ > k; });
+      if (aborted_) return;
+    }
+    const auto issuing = clock_type::now();
+    try {
+      if (m > 0) {
+        check(cudaMemcpyAsync(slot.host_out.data(), slot.device_out.data(), m * out_bytes,
+                              cudaMemcpyDeviceToHost, s),
+              "cudaMemcpyAsync", fmt::format("D2H of item {}", k));
+      }
+      slot.ready.record(slot.s.view());
+    } catch (...) {
+      fail(k, feed_part::device, std::current_exception(), true);
+      return;
+    }
+    issue_ms_ += ms_between(issuing, clock_type::now());
+    if (k < max_described_items) described_.push_back({n * in_bytes, m * out_bytes});
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      ring_[k % n_] = {n, m, done};
+      issued_ = k + 1;
+    }
+    changed_.notify_all();
+  }
+}
+
+void feed_run::consume() {
+  for (std::size_t j = 0;; ++j) {
+    item_record item;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [&] { return aborted_ || issued_ > j || producing_done_; });
+      if (aborted_ || issued_ <= j) return;
+      item = ring_[j % n_];
+    }
+    feed_slot& slot = *res_.slots[j % n_];
+    const cudaError_t status = cudaEventSynchronize(slot.ready.get());
+    if (status != cudaSuccess) {
+      fail(j, feed_part::device,
+           std::make_exception_ptr(cuda_error(status, "cudaEventSynchronize",
+                                              fmt::format("item {} on the device (its copies or stage)", j))),
+           true);
+      return;
+    }
+    const auto started = clock_type::now();
+    try {
+      const nvtx_range range("Consume", j);
+      consumer_(slot.host_out.data(), item.out_elements, j);
+    } catch (...) {
+      fail(j, feed_part::consumer, std::current_exception(), true);
+      return;
+    }
+    const auto done = clock_type::now();
+    latency_ms_.push_back(ms_between(item.produced, started));
+    consumer_ms_.push_back(ms_between(started, done));
+    input_bytes_ += item.in_elements * layout_.input_element_bytes;
+    output_bytes_ += item.out_elements * layout_.output_element_bytes;
+    last_consumed_ = done;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      consumed_ = j + 1;
+    }
+    changed_.notify_all();
+  }
+}
+
+[[noreturn]] void feed_run::rethrow_failure() {
+  const std::string what =
+      fmt::format("feed: the {} failed at item {}; items 0..{} were consumed{}", to_string(failed_part_),
+                  failed_item_, consumed_ == 0 ? std::string("(none)") : std::to_string(consumed_ - 1),
+                  consumed_ == 0 ? std::string() : std::string(" exactly once"));
+  try {
+    std::rethrow_exception(error_);
+  } catch (...) {
+    std::throw_with_nested(feed_error(what, failed_item_, failed_part_));
+  }
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+feed_report feed_run::run() {
+  const auto started = clock_type::now();
+  last_consumed_ = started;
+  {
+    std::jthread consumer_thread([this] { consume(); });
+    try {
+      produce();
+    } catch (...) {  // bookkeeping that failed (out of memory): stop cleanly all the same
+      fail(issued_, feed_part::producer, std::current_exception(), true);
+    }
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      producing_done_ = true;
+    }
+    changed_.notify_all();
+  }  // joins the consumer: every issued item is consumed, unless aborted
+  // Nothing may still be writing into the slots when run() returns or throws.
+  cudaError_t drained = cudaSuccess;
+  for (const auto& slot : res_.slots) {
+    const cudaError_t status = cudaStreamSynchronize(slot->s.get());
+    if (drained == cudaSuccess) drained = status;
+  }
+  if (error_) rethrow_failure();
+  check(drained, "cudaStreamSynchronize", "draining the feed");
+
+  feed_report r;
+  r.items = consumed_;
+  r.input_bytes = input_bytes_;
+  r.output_bytes = output_bytes_;
+  r.wall_ms = ms_between(started, last_consumed_);
+  if (r.wall_ms > 0.0) {
+    r.items_per_second = static_cast<double>(r.items) / (r.wall_ms / 1e3);
+    r.gigabytes_per_second = static_cast<double>(r.input_bytes + r.output_bytes) / (r.wall_ms * 1e6);
+  }
+  if (!latency_ms_.empty()) {
+    std::vector<double> sorted = latency_ms_;
+    std::sort(sorted.begin(), sorted.end());
+    r.latency.median_ms = sorted[sorted.size() / 2];
+    r.latency.p95_ms = sorted[std::min(sorted.size() - 1, sorted.size() * 95 / 100)];
+    r.latency.max_ms = sorted.back();
+  }
+  r.producer_ms = median_of(producer_ms_);
+  r.consumer_ms = median_of(consumer_ms_);
+  r.host_issue_ms = issue_ms_;
+  r.slots = n_;
+  r.slot_elements = layout_.slot_elements;
+  r.most_ahead = most_ahead_;
+  r.stopped = stopped_;
+  r.shape.slots = n_;
+  described_.resize(std::min(described_.size(), r.items));
+  r.shape.items = std::move(described_);
+  r.shape.producer_time = r.producer_ms;
+  r.shape.consumer_time = r.consumer_ms;
+  r.shape.name = "cuda::Feed";
+  return r;
+}
+
+}  // namespace
+
+feed_engine::feed_engine() = default;
+feed_engine::~feed_engine() = default;
+
+feed_report feed_engine::run(const feed_layout& layout, const feed_options& options,
+                             const erased_producer& producer, const erased_stage& stage,
+                             const erased_consumer& consumer) {
+  // A stop() asked for during this run ends this run only.
+  struct clear_stop {
+    std::atomic<bool>& flag;
+    ~clear_stop() { flag.store(false, std::memory_order_relaxed); }
+  } clear{stop_requested_};
+  if (!resources_) {
+    const std::size_t out_elements = check_feed_options(options, layout.input_element_bytes);
+    const unsigned slots = options.slots.value_or(default_feed_slots(builtin_model_of_current_device()));
+    auto res = std::make_unique<feed_resources>();
+    for (unsigned s = 0; s < slots; ++s) {
+      res->slots.push_back(std::make_unique<feed_slot>(layout.slot_elements * layout.input_element_bytes,
+                                                       out_elements * layout.output_element_bytes));
+    }
+    // The device buffers were allocated in stream order.
+    for (const auto& slot : res->slots) slot->s.synchronize();
+    resources_ = std::move(res);
+  }
+  feed_run r(layout, options, *resources_, producer, stage, consumer, stop_requested_);
+  return r.run();
+}
+
+}  // namespace overlap::cuda::detail

@@ -1,0 +1,420 @@
+// Feed on a GPU: every item's every element against a host reference, in
+// order, exactly once (random sizes up to the slot, random data); the
+// backpressure bound and no busy waiting; a failure in each callable at item
+// k; stop() with items in flight; the run described as a race-free Program.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <time.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "axpb.hpp"
+#include "gpu_test_support.hpp"
+#include "overlap/check/races.hpp"
+#include "overlap/cuda/device_models.hpp"
+#include "overlap/cuda/error.hpp"
+#include "overlap/cuda/feed.hpp"
+#include "overlap/sim/simulator.hpp"
+
+namespace {
+
+using overlap::cuda::Feed;
+using overlap::cuda::feed_error;
+using overlap::cuda::feed_options;
+using overlap::cuda::feed_part;
+using overlap::cuda::stream_view;
+
+#define SKIP_WITHOUT_GPU() \
+  if (overlap::cuda::device_count() == 0) GTEST_SKIP() << "skipped: no CUDA device"
+
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+// Item k: 1..slot elements, each a random float in [-1000, 1000).
+std::size_t item_size(std::size_t item, std::size_t slot) {
+  return 1 + mix(item * 7919 + 1) % slot;
+}
+float item_value(std::size_t item, std::size_t i) {
+  const auto bits = static_cast<std::uint32_t>(mix((item << 32) ^ i) >> 40);  // 24 random bits
+  return static_cast<float>(bits) / static_cast<float>(1 << 24) * 2000.0F - 1000.0F;
+}
+
+feed_options with(std::size_t slot_elements, std::optional<unsigned> slots) {
+  feed_options o;
+  o.slot_elements = slot_elements;
+  o.slots = slots;
+  return o;
+}
+
+// Fills the slot with item k of `items`, then says done.
+auto producer_of(std::size_t items, std::size_t slot) {
+  return [items, slot](std::span<float> s, std::size_t k) -> std::optional<std::size_t> {
+    if (k == items) return std::nullopt;
+    const std::size_t n = item_size(k, slot);
+    for (std::size_t i = 0; i < n; ++i) s[i] = item_value(k, i);
+    return n;
+  };
+}
+
+void axpb_stage(std::span<const float> in, std::span<float> out, stream_view s, std::size_t) {
+  overlap_test::launch_axpb(in, out, s);
+}
+
+// Checks each consumed item against y = 2x + 1 of what was produced, and its order.
+struct checking_consumer {
+  std::size_t slot;
+  std::size_t next = 0;
+  std::size_t bad_elements = 0;
+  std::size_t out_of_order = 0;
+  std::size_t wrong_size = 0;
+  void operator()(std::span<const float> out, std::size_t k) {
+    if (k != next) ++out_of_order;
+    next = k + 1;
+    if (out.size() != item_size(k, slot)) ++wrong_size;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (out[i] != 2.0F * item_value(k, i) + 1.0F) ++bad_elements;
+    }
+  }
+};
+
+class FeedIntegrity : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(FeedIntegrity, EveryItemArrivesOnceInOrderAndExact) {
+  SKIP_WITHOUT_GPU();
+  constexpr std::size_t slot = 10'007;  // prime: items of every remainder
+  constexpr std::size_t items = 300;
+  Feed<float> feed(with(slot, GetParam()));
+  for (int run = 0; run < 2; ++run) {  // the slots are kept between runs
+    checking_consumer check{slot};
+    const auto report = feed.run(producer_of(items, slot), axpb_stage,
+                                 [&](std::span<const float> out, std::size_t k) { check(out, k); });
+    EXPECT_EQ(check.next, items);
+    EXPECT_EQ(check.out_of_order, 0U);
+    EXPECT_EQ(check.wrong_size, 0U);
+    EXPECT_EQ(check.bad_elements, 0U);
+    EXPECT_EQ(report.items, items);
+    std::size_t bytes = 0;
+    for (std::size_t k = 0; k < items; ++k) bytes += item_size(k, slot) * sizeof(float);
+    EXPECT_EQ(report.input_bytes, bytes);
+    EXPECT_EQ(report.output_bytes, bytes);
+    EXPECT_EQ(report.slots, GetParam());
+    EXPECT_FALSE(report.stopped);
+    EXPECT_LE(report.most_ahead, GetParam());
+    EXPECT_GT(report.items_per_second, 0.0);
+    EXPECT_GT(report.latency.median_ms, 0.0);
+    EXPECT_LE(report.latency.median_ms, report.latency.p95_ms);
+    EXPECT_LE(report.latency.p95_ms, report.latency.max_ms);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Slots, FeedIntegrity, ::testing::Values(1U, 2U, 3U, 4U, 7U),
+                         [](const ::testing::TestParamInfo<unsigned>& info) {
+                           return std::to_string(info.param) + "_slots";
+                         });
+
+__global__ void sum_of_four(const std::uint32_t* in, std::uint32_t* out, std::size_t n_out) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n_out;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    out[i] = in[4 * i] + in[4 * i + 1] + in[4 * i + 2] + in[4 * i + 3];
+}
+
+TEST(FeedRatio, AFourToOneReductionPerItem) {
+  SKIP_WITHOUT_GPU();
+  feed_options o;
+  o.slot_elements = 4 * 5003;
+  o.ratio = {1, 4};
+  Feed<std::uint32_t> feed(o);
+  std::size_t bad = 0;
+  std::size_t consumed = 0;
+  const auto value = [](std::size_t k, std::size_t i) {
+    return static_cast<std::uint32_t>(mix(k * 1'000'003 + i));
+  };
+  const auto report = feed.run(
+      [&](std::span<std::uint32_t> s, std::size_t k) -> std::optional<std::size_t> {
+        if (k == 64) return std::nullopt;
+        const std::size_t n = 4 * (1 + mix(k) % 5003);
+        for (std::size_t i = 0; i < n; ++i) s[i] = value(k, i);
+        return n;
+      },
+      [](std::span<const std::uint32_t> in, std::span<std::uint32_t> out, stream_view s, std::size_t) {
+        sum_of_four<<<overlap_test::blocks_for(out.size()), overlap_test::threads_per_block, 0, s.get()>>>(
+            in.data(), out.data(), out.size());
+      },
+      [&](std::span<const std::uint32_t> out, std::size_t k) {
+        ++consumed;
+        if (out.size() != 1 + mix(k) % 5003) ++bad;
+        for (std::size_t i = 0; i < out.size(); ++i) {
+          const std::uint32_t expected =
+              value(k, 4 * i) + value(k, 4 * i + 1) + value(k, 4 * i + 2) + value(k, 4 * i + 3);
+          if (out[i] != expected) ++bad;
+        }
+      });
+  EXPECT_EQ(consumed, 64U);
+  EXPECT_EQ(bad, 0U);
+  EXPECT_EQ(report.output_bytes * 4, report.input_bytes);
+}
+
+TEST(FeedBackpressure, TheProducerIsNeverMoreThanSlotsItemsAheadAndReachesIt) {
+  SKIP_WITHOUT_GPU();
+  constexpr unsigned slots = 3;
+  Feed<float> feed(with(4096, slots));
+  std::atomic<std::size_t> consumed{0};
+  std::size_t most_ahead = 0;
+  const auto produce = producer_of(40, 4096);
+  const auto report = feed.run(
+      [&](std::span<float> s, std::size_t k) {
+        most_ahead = std::max(most_ahead, k - consumed.load());
+        return produce(s, k);
+      },
+      axpb_stage,
+      [&](std::span<const float>, std::size_t) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a slow consumer
+        consumed.fetch_add(1);
+      });
+  EXPECT_EQ(report.items, 40U);
+  EXPECT_LE(most_ahead, slots);
+  EXPECT_EQ(most_ahead, slots) << "a slow consumer should let the producer fill every slot";
+  EXPECT_EQ(report.most_ahead, slots);
+}
+
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
+TEST(FeedBackpressure, WaitingForASlowConsumerDoesNotSpin) {
+  SKIP_WITHOUT_GPU();
+  Feed<float> feed(with(1 << 16, 2U));
+  const auto slow = [](std::span<const float>, std::size_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  };
+  (void)feed.run(producer_of(4, 1 << 16), axpb_stage, slow);  // allocation and warm-up
+  const double cpu_before = process_cpu_ms();
+  const auto report = feed.run(producer_of(40, 1 << 16), axpb_stage, slow);
+  const double cpu_ms = process_cpu_ms() - cpu_before;
+  EXPECT_GE(report.wall_ms, 40 * 5.0);
+  // A thread spinning while the consumer sleeps would burn a core (>= 100% of the wall time).
+  EXPECT_LT(cpu_ms, 0.5 * report.wall_ms) << cpu_ms << " ms of CPU in " << report.wall_ms << " ms";
+}
+
+// Runs a feed whose `part` throws at item `bad`, checks the error and the
+// items the consumer saw, then a clean run on the same Feed.
+void expect_failure_at(feed_part part, std::size_t bad) {
+  constexpr std::size_t slot = 3001;
+  Feed<float> feed(with(slot, 3U));
+  std::vector<std::size_t> seen;
+  const auto produce = producer_of(50, slot);
+  try {
+    (void)feed.run(
+        [&](std::span<float> s, std::size_t k) {
+          if (part == feed_part::producer && k == bad) throw std::runtime_error("camera unplugged");
+          return produce(s, k);
+        },
+        [&](std::span<const float> in, std::span<float> out, stream_view s, std::size_t k) {
+          if (part == feed_part::stage && k == bad) throw std::runtime_error("no kernel for this item");
+          overlap_test::launch_axpb(in, out, s);
+        },
+        [&](std::span<const float>, std::size_t k) {
+          seen.push_back(k);
+          if (part == feed_part::consumer && k == bad) throw std::runtime_error("disk full");
+        });
+    ADD_FAILURE() << "no feed_error";
+  } catch (const feed_error& e) {
+    EXPECT_EQ(e.item(), bad);
+    EXPECT_EQ(e.part(), part);
+    EXPECT_NE(std::string(e.what()).find(std::string(overlap::cuda::to_string(part)) + " failed at item " +
+                                         std::to_string(bad)),
+              std::string::npos)
+        << e.what();
+    try {
+      std::rethrow_if_nested(e);
+      ADD_FAILURE() << "nothing nested";
+    } catch (const std::runtime_error& inner) {
+      EXPECT_FALSE(std::string(inner.what()).empty());
+    }
+  }
+  // Exactly the items before the failing one (and, for the consumer, the one it threw on).
+  const std::size_t expected = part == feed_part::consumer ? bad + 1 : bad;
+  ASSERT_EQ(seen.size(), expected);
+  for (std::size_t k = 0; k < seen.size(); ++k) EXPECT_EQ(seen[k], k);
+
+  checking_consumer check{slot};
+  const auto report = feed.run(producer_of(20, slot), axpb_stage,
+                               [&](std::span<const float> out, std::size_t k) { check(out, k); });
+  EXPECT_EQ(report.items, 20U);
+  EXPECT_EQ(check.bad_elements, 0U);
+}
+
+TEST(FeedFailure, AProducerThatThrowsStopsTheFeedAfterTheItemsBeforeIt) {
+  SKIP_WITHOUT_GPU();
+  expect_failure_at(feed_part::producer, 0);
+  expect_failure_at(feed_part::producer, 7);
+}
+
+TEST(FeedFailure, AStageThatThrowsStopsTheFeedAfterTheItemsBeforeIt) {
+  SKIP_WITHOUT_GPU();
+  expect_failure_at(feed_part::stage, 0);
+  expect_failure_at(feed_part::stage, 11);
+}
+
+TEST(FeedFailure, AConsumerThatThrowsStopsTheFeedAtItsItem) {
+  SKIP_WITHOUT_GPU();
+  expect_failure_at(feed_part::consumer, 0);
+  expect_failure_at(feed_part::consumer, 13);
+}
+
+TEST(FeedFailure, AnItemLargerThanTheSlotIsAProducerError) {
+  SKIP_WITHOUT_GPU();
+  Feed<float> feed(with(100, 2U));
+  std::size_t consumed = 0;
+  try {
+    (void)feed.run(
+        [](std::span<float> s, std::size_t k) -> std::optional<std::size_t> {
+          for (float& x : s) x = 1.0F;
+          return k == 4 ? 101 : 100;
+        },
+        axpb_stage, [&](std::span<const float>, std::size_t) { ++consumed; });
+    ADD_FAILURE() << "no feed_error";
+  } catch (const feed_error& e) {
+    EXPECT_EQ(e.item(), 4U);
+    EXPECT_EQ(e.part(), feed_part::producer);
+    try {
+      std::rethrow_if_nested(e);
+    } catch (const overlap::invalid_input& inner) {
+      EXPECT_NE(std::string(inner.what()).find("item 4 has 101 elements, more than a slot holds (100"),
+                std::string::npos);
+    }
+  }
+  EXPECT_EQ(consumed, 4U);
+}
+
+TEST(FeedFailure, ABadLaunchInTheStageNamesTheStageAndTheCudaError) {
+  SKIP_WITHOUT_GPU();
+  Feed<float> feed(with(1000, 2U));
+  try {
+    (void)feed.run(
+        producer_of(10, 1000),
+        [](std::span<const float> in, std::span<float> out, stream_view s, std::size_t k) {
+          overlap_test::launch_axpb_unchecked(in, out, s, 1, k == 5 ? 4096 : 256);  // 4096 threads: invalid
+        },
+        [](std::span<const float>, std::size_t) {});
+    ADD_FAILURE() << "no feed_error";
+  } catch (const feed_error& e) {
+    EXPECT_EQ(e.item(), 5U);
+    EXPECT_EQ(e.part(), feed_part::stage);
+    try {
+      std::rethrow_if_nested(e);
+    } catch (const overlap::cuda_error& inner) {
+      // Older runtimes say invalid configuration; CUDA 13 on an H100 says invalid value.
+      EXPECT_TRUE(inner.status() == cudaErrorInvalidConfiguration || inner.status() == cudaErrorInvalidValue)
+          << cudaGetErrorName(inner.status());
+    }
+  }
+}
+
+TEST(FeedStop, StopFromTheConsumerDrainsWhatIsInFlight) {
+  SKIP_WITHOUT_GPU();
+  Feed<float> feed(with(2048, 4U));
+  std::size_t produced = 0;
+  checking_consumer check{2048};
+  const auto produce = producer_of(1'000'000, 2048);
+  const auto report = feed.run(
+      [&](std::span<float> s, std::size_t k) {
+        ++produced;
+        return produce(s, k);
+      },
+      axpb_stage,
+      [&](std::span<const float> out, std::size_t k) {
+        check(out, k);
+        if (k == 10) feed.stop();
+      });
+  EXPECT_TRUE(report.stopped);
+  EXPECT_EQ(report.items, produced) << "every produced item is consumed";
+  EXPECT_GE(report.items, 11U);
+  EXPECT_LE(report.items, 11U + 4U);
+  EXPECT_EQ(check.next, report.items);
+  EXPECT_EQ(check.bad_elements, 0U);
+  EXPECT_EQ(check.out_of_order, 0U);
+  // The stop ended that run only.
+  const auto next = feed.run(producer_of(5, 2048), axpb_stage, [](std::span<const float>, std::size_t) {});
+  EXPECT_FALSE(next.stopped);
+  EXPECT_EQ(next.items, 5U);
+}
+
+TEST(FeedStop, StopFromAnotherThreadEndsAnEndlessFeed) {
+  SKIP_WITHOUT_GPU();
+  Feed<float> feed(with(1 << 14, 3U));
+  std::atomic<std::size_t> consumed{0};
+  std::jthread stopper([&feed] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    feed.stop();
+  });
+  const auto report = feed.run(
+      [](std::span<float> s, std::size_t) -> std::optional<std::size_t> {
+        for (float& x : s) x = 3.0F;
+        return s.size();
+      },
+      axpb_stage,
+      [&](std::span<const float> out, std::size_t) {
+        if (out[0] == 7.0F && out[out.size() - 1] == 7.0F) consumed.fetch_add(1);
+      });
+  EXPECT_TRUE(report.stopped);
+  EXPECT_GT(report.items, 0U);
+  EXPECT_EQ(consumed.load(), report.items);
+}
+
+TEST(FeedStop, AStopBeforeARunEndsThatRunBeforeItsFirstItem) {
+  SKIP_WITHOUT_GPU();
+  Feed<float> feed(with(64, 2U));
+  feed.stop();
+  std::size_t produced = 0;
+  const auto report = feed.run(
+      [&](std::span<float>, std::size_t) -> std::optional<std::size_t> {
+        ++produced;
+        return std::nullopt;
+      },
+      axpb_stage, [](std::span<const float>, std::size_t) {});
+  EXPECT_TRUE(report.stopped);
+  EXPECT_EQ(report.items, 0U);
+  EXPECT_EQ(produced, 0U);
+}
+
+TEST(FeedProgram, TheRunIsDescribedAsARaceFreeProgram) {
+  SKIP_WITHOUT_GPU();
+  Feed<float> feed(with(1 << 12, 3U));
+  const auto report =
+      feed.run(producer_of(25, 1 << 12), axpb_stage, [](std::span<const float>, std::size_t) {});
+  ASSERT_EQ(report.shape.items.size(), 25U);
+  EXPECT_EQ(report.shape.slots, 3U);
+  for (std::size_t k = 0; k < 25; ++k) {
+    EXPECT_EQ(report.shape.items[k].bytes_in, item_size(k, 1 << 12) * sizeof(float));
+    EXPECT_EQ(report.shape.items[k].bytes_out, item_size(k, 1 << 12) * sizeof(float));
+  }
+  const overlap::Program p = overlap::make_feed_program(report.shape);
+  EXPECT_NO_THROW(overlap::check::require_race_free(p));
+  const overlap::Timeline t = overlap::sim::simulate(p, overlap::DeviceModel::preset("h100"));
+  EXPECT_GT(t.total(), 0.0);
+}
+
+TEST(FeedDefaults, TheSlotCountComesFromTheGpusModel) {
+  SKIP_WITHOUT_GPU();
+  Feed<float> feed(with(256, std::nullopt));
+  const auto report = feed.run(producer_of(9, 256), axpb_stage, [](std::span<const float>, std::size_t) {});
+  EXPECT_EQ(report.slots, overlap::default_feed_slots(overlap::cuda::builtin_model_of_current_device()));
+  EXPECT_EQ(report.items, 9U);
+}
+
+}  // namespace
