@@ -100,6 +100,12 @@ DeviceModel h100() {
   m.d2h_slowdown_when_bidirectional = 1.10;
   m.bidirectional = {{256 * KiB, 1.27, 1.38},  {MiB, 1.125, 1.16},     {4 * MiB, 1.07, 1.12},
                      {16 * MiB, 1.075, 1.095}, {64 * MiB, 1.10, 1.09}, {128 * MiB, 1.14, 1.08}};
+  // Host memcpy from pageable into pinned memory by thread count, and what
+  // registering pageable memory in place costs (the 00:23 probe): they
+  // decide pageable_memory::automatic and the staging threads.
+  m.host_staging = {{1, 9.57}, {2, 10.86}, {4, 12.21}, {8, 17.21}, {16, 24.58}};
+  m.host_register_ms_per_gib = 59.65;
+  m.host_unregister_ms_per_gib = 26.10;
   return m;
 }
 

@@ -90,9 +90,11 @@ run_report pipeline_engine::run(const erased_run& r, const pipeline_options& opt
   if (!resources_) resources_ = std::make_unique<pipeline_resources>();
   pipeline_resources& res = *resources_;
   std::vector<host_registration> registrations;
-  const settled_run& settled = res.settle(r, options, stage, registrations);
+  host_path path = host_path::pinned;
+  const settled_run& settled = res.settle(r, options, stage, registrations, path);
   const plan& p = settled.p;
   if (r.input_elements == 0) return settled.report;
+  if (path == host_path::staged) return run_staged(r, settled, options, stage, res);
 
   res.prepare(p, p.chunk_input_elements * r.input_element_bytes,
               p.chunk_output_elements * r.output_element_bytes);
@@ -117,6 +119,7 @@ run_report pipeline_engine::run(const erased_run& r, const pipeline_options& opt
   const double issue_ms = ms_since(started);
   // Copied while the device works: the Program is a few hundred ops.
   run_report report = settled.report;
+  report.host = path;
   report.host_issue_ms = issue_ms;
   report.device_bytes = res.ring_bytes();
   if (!drain(res.streams)) {

@@ -64,7 +64,15 @@ pipeline_graph capture_pipeline(const erased_run& r, const pipeline_options& opt
         "recorded); use Pipeline::run to record a Timeline");
   }
   auto g = std::make_unique<graph_state>();
-  settled_run settled = settle_run(r, options, stage, g->registrations, g->resources.calibration);
+  host_path path = host_path::pinned;
+  settled_run settled = settle_run(r, options, stage, g->registrations, g->resources.calibration, path);
+  if (path == host_path::staged) {
+    throw invalid_input(
+        "pageable: a staged run copies through pinned slots on host threads, which a CUDA graph cannot "
+        "replay; pin the buffers (cuda::pinned_buffer) or set pipeline_options::pageable = "
+        "pageable_memory::register_in_place to capture it");
+  }
+  settled.report.host = path;
   const plan& p = settled.p;
   const PipelineShape& shape = settled.shape;
   g->captured = std::move(settled.report);

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "overlap/check/races.hpp"
+#include "overlap/cuda/device_models.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/nvtx.hpp"
 #include "pipeline_calibrate.hpp"
@@ -42,21 +43,18 @@ PipelineShape shape_of(const plan& p, const erased_run& r) {
   return shape;
 }
 
-void require_pinned_range(const void* pointer, std::size_t bytes, const char* name, pageable_memory policy,
-                          std::vector<host_registration>& registrations) {
-  if (bytes == 0) return;
+bool pinned_range(const void* pointer, std::size_t bytes) {
+  if (bytes == 0) return true;
   const auto* last = static_cast<const std::byte*>(pointer) + bytes - 1;
-  if (is_pinned(pointer) && is_pinned(last)) return;
-  if (policy == pageable_memory::register_in_place) {
-    registrations.emplace_back(pointer, bytes);
-    return;
-  }
-  throw invalid_input(
-      fmt::format("{}: pageable host memory; cudaMemcpyAsync from it blocks the host and cannot overlap. "
-                  "Allocate it with "
-                  "cuda::pinned_buffer (cudaMallocHost), or set pipeline_options::pageable = "
-                  "pageable_memory::register_in_place",
-                  name));
+  return is_pinned(pointer) && is_pinned(last);
+}
+
+[[noreturn]] void reject_pageable(const char* name) {
+  throw invalid_input(fmt::format(
+      "{}: pageable host memory; cudaMemcpyAsync from it blocks the host and cannot overlap. "
+      "Allocate it with cuda::pinned_buffer (cudaMallocHost), or set pipeline_options::pageable to "
+      "pageable_memory::stage (copy it through pinned slots), register_in_place or automatic",
+      name));
 }
 
 }  // namespace
@@ -81,20 +79,39 @@ PipelineShape describe_run(const plan& p, const erased_run& r, const pipeline_op
   return shape;
 }
 
-void require_pinned(const erased_run& r, const plan& p, pageable_memory policy,
-                    std::vector<host_registration>& registrations) {
-  require_pinned_range(r.input, r.input_elements * r.input_element_bytes, "input", policy, registrations);
-  require_pinned_range(r.output, p.output_elements * r.output_element_bytes, "output", policy, registrations);
+host_path reach_host_data(const erased_run& r, const plan& p, const pipeline_options& options,
+                          std::vector<host_registration>& registrations) {
+  const std::size_t in_bytes = r.input_elements * r.input_element_bytes;
+  const std::size_t out_bytes = p.output_elements * r.output_element_bytes;
+  const bool in_pinned = pinned_range(r.input, in_bytes);
+  const bool out_pinned = pinned_range(r.output, out_bytes);
+  if (in_pinned && out_pinned) return host_path::pinned;
+  const std::size_t pageable = (in_pinned ? 0 : in_bytes) + (out_pinned ? 0 : out_bytes);
+  const DeviceModel* model = nullptr;
+  if (options.pageable == pageable_memory::automatic)
+    model = options.model ? &*options.model : &builtin_model_of_current_device();
+  switch (resolve_pageable(options.pageable, pageable, model)) {
+    case pageable_memory::register_in_place:
+      if (!in_pinned) registrations.emplace_back(r.input, in_bytes);
+      if (!out_pinned) registrations.emplace_back(r.output, out_bytes);
+      return host_path::registered;
+    case pageable_memory::stage:
+    case pageable_memory::automatic:  // resolved above; listed for the compiler
+      return host_path::staged;
+    case pageable_memory::reject: break;
+  }
+  reject_pageable(in_pinned ? "output" : "input");
 }
 
 settled_run settle_run(const erased_run& r, const pipeline_options& options, const erased_stage& stage,
-                       std::vector<host_registration>& registrations, std::optional<KernelFit>& calibration) {
+                       std::vector<host_registration>& registrations, std::optional<KernelFit>& calibration,
+                       host_path& path) {
   // Checked first with the fixed fraction, so that planning (tens of
   // milliseconds) runs once, after the stage is calibrated.
   settled_run s{make_plan(r, options, nullptr, chunk_planning::deferred), {}, {}};
   s.report = report_of(s.p, r);
   if (r.input_elements == 0) return s;
-  require_pinned(r, s.p, options.pageable, registrations);
+  path = reach_host_data(r, s.p, options, registrations);
   // A given stage_cost wins: calibrating would only be thrown away.
   if (options.calibrate == stage_calibration::on && !options.stage_cost && !calibration) {
     try {
@@ -139,17 +156,18 @@ void pipeline_resources::prepare(const plan& p, std::size_t in_bytes, std::size_
 
 const settled_run& pipeline_resources::settle(const erased_run& r, const pipeline_options& options,
                                               const erased_stage& stage,
-                                              std::vector<host_registration>& registrations) {
+                                              std::vector<host_registration>& registrations,
+                                              host_path& path) {
   const erased_run& last = settled_sizes;
   if (settled && last.input_elements == r.input_elements &&
       last.input_element_bytes == r.input_element_bytes && last.output_elements == r.output_elements &&
       last.output_element_bytes == r.output_element_bytes) {
     require_non_null(r);
-    if (r.input_elements > 0) require_pinned(r, settled->p, options.pageable, registrations);
+    if (r.input_elements > 0) path = reach_host_data(r, settled->p, options, registrations);
     return *settled;
   }
   settled.reset();  // a run that fails to settle leaves nothing to reuse
-  settled = settle_run(r, options, stage, registrations, calibration);
+  settled = settle_run(r, options, stage, registrations, calibration, path);
   settled_sizes = {nullptr, r.input_elements,  r.input_element_bytes,
                    nullptr, r.output_elements, r.output_element_bytes};
   return *settled;

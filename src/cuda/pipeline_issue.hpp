@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -26,12 +27,14 @@ namespace overlap::cuda::detail {
 [[nodiscard]] PipelineShape describe_run(const plan& p, const erased_run& r, const pipeline_options& options,
                                          run_report& report);
 
-/// Returns if the run's input and output are pinned; registers pageable ones
-/// in place (appending to `registrations`) or throws invalid_input naming
-/// "input" or "output", as `policy` says. Pageable memory makes every async
-/// copy synchronous: never silently slow.
-void require_pinned(const erased_run& r, const plan& p, pageable_memory policy,
-                    std::vector<host_registration>& registrations);
+/// How the run reaches its host data: pinned as it is; or, for pageable
+/// spans, registered in place (appending to `registrations`) or staged, as
+/// options.pageable says (automatic resolved on options.model or the GPU's
+/// built-in model); or throws invalid_input naming "input" or "output"
+/// under pageable_memory::reject. Pageable memory makes every async copy
+/// synchronous: never silently slow.
+[[nodiscard]] host_path reach_host_data(const erased_run& r, const plan& p, const pipeline_options& options,
+                                        std::vector<host_registration>& registrations);
 
 /// A run ready to issue.
 struct settled_run {
@@ -41,21 +44,29 @@ struct settled_run {
 };
 
 /// Everything before a run's first op, shared by run() and capture():
-/// checks every argument (make_plan, no CUDA call), requires pinned host
-/// memory (registering it in place when allowed, appending to
-/// `registrations`), times the stage when options.calibrate says so and
+/// checks every argument (make_plan, no CUDA call), decides how to reach
+/// the host data (reach_host_data, into `path`), times the stage when options.calibrate says so and
 /// `calibration` holds no earlier fit (kept by the caller between runs),
 /// and lets the planner decide the chunking when it should. The report has
 /// the Program; an empty input returns before any CUDA call.
 [[nodiscard]] settled_run settle_run(const erased_run& r, const pipeline_options& options,
                                      const erased_stage& stage, std::vector<host_registration>& registrations,
-                                     std::optional<KernelFit>& calibration);
+                                     std::optional<KernelFit>& calibration, host_path& path);
 
 /// Milliseconds on the host's steady clock since `start`.
 [[nodiscard]] double ms_since(std::chrono::steady_clock::time_point start);
 
+struct staging_resources;
+
 /// Streams, slot hand-over events and the device ring of chunk buffers.
 struct pipeline_resources {
+  pipeline_resources();
+  ~pipeline_resources();  // where staging_resources is complete
+  pipeline_resources(const pipeline_resources&) = delete;
+  pipeline_resources& operator=(const pipeline_resources&) = delete;
+  pipeline_resources(pipeline_resources&&) = delete;
+  pipeline_resources& operator=(pipeline_resources&&) = delete;
+
   std::vector<stream> streams;
   std::vector<event> slot_free;
   std::vector<device_buffer<std::byte>> slots_in;
@@ -75,7 +86,9 @@ struct pipeline_resources {
   /// would keep the device idle for tens to hundreds of microseconds per
   /// run (measured: 48 us at 16 chunks, 176 us at 64).
   const settled_run& settle(const erased_run& r, const pipeline_options& options, const erased_stage& stage,
-                            std::vector<host_registration>& registrations);
+                            std::vector<host_registration>& registrations, host_path& path);
+  /// The feed and host copiers of staged runs, made by the first one.
+  std::unique_ptr<staging_resources> staging;
 
   /// Keeps what fits the plan, rebuilds the rest.
   void prepare(const plan& p, std::size_t in_bytes, std::size_t out_bytes);
@@ -123,5 +136,11 @@ class issuer {
 
 /// Waits for every stream; false if any of them failed. Never throws.
 bool drain(std::vector<stream>& streams) noexcept;
+
+/// A settled run over pageable host data, copied through pinned slots: a
+/// Feed whose items are the plan's chunks (pipeline_staged.cpp).
+[[nodiscard]] run_report run_staged(const erased_run& r, const settled_run& settled,
+                                    const pipeline_options& options, const erased_stage& stage,
+                                    pipeline_resources& res);
 
 }  // namespace overlap::cuda::detail

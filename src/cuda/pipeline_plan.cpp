@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "overlap/core/error.hpp"
@@ -222,6 +223,33 @@ planned_chunking plan_with_model(const erased_run& run, const pipeline_options& 
 }
 
 }  // namespace
+
+pageable_memory resolve_pageable(pageable_memory policy, std::size_t pageable_bytes,
+                                 const DeviceModel* model) {
+  if (policy != pageable_memory::automatic) return policy;
+  if (model == nullptr || model->host_staging.empty() || !model->host_register_ms_per_gib ||
+      !model->host_unregister_ms_per_gib) {
+    return pageable_memory::stage;
+  }
+  const double gib = static_cast<double>(pageable_bytes) / static_cast<double>(std::size_t{1} << 30);
+  const double register_ms = gib * (*model->host_register_ms_per_gib + *model->host_unregister_ms_per_gib);
+  double best_gbps = 0.0;
+  for (const StagingPoint& p : model->host_staging) best_gbps = std::max(best_gbps, p.gigabytes_per_second);
+  const double stage_ms = static_cast<double>(pageable_bytes) / (best_gbps * 1e6);
+  return register_ms < stage_ms ? pageable_memory::register_in_place : pageable_memory::stage;
+}
+
+unsigned staging_threads(const DeviceModel* model) {
+  unsigned threads = std::max(std::thread::hardware_concurrency(), 2U);
+  if (model != nullptr && !model->host_staging.empty()) {
+    const auto best = std::max_element(model->host_staging.begin(), model->host_staging.end(),
+                                       [](const StagingPoint& a, const StagingPoint& b) {
+                                         return a.gigabytes_per_second < b.gigabytes_per_second;
+                                       });
+    threads = std::min(threads, best->threads);
+  }
+  return std::clamp(threads / 2, 1U, 8U);
+}
 
 void require_non_null(const erased_run& run) {
   if (run.input == nullptr && run.input_elements > 0)

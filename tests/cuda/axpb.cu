@@ -1,6 +1,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "axpb.hpp"
 #include "gpu_test_support.hpp"
@@ -16,7 +17,20 @@ __global__ void axpb_kernel(const float* in, float* out, std::size_t n) {
     out[i] = in[i] * 2.0F + 1.0F;
 }
 
+__global__ void sum_of_four_kernel(const std::uint32_t* in, std::uint32_t* out, std::size_t n_out) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n_out;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    out[i] = in[4 * i] + in[4 * i + 1] + in[4 * i + 2] + in[4 * i + 3];
+}
+
 }  // namespace
+
+void launch_sum_of_four(std::span<const std::uint32_t> in, std::span<std::uint32_t> out,
+                        overlap::cuda::stream_view stream) {
+  sum_of_four_kernel<<<blocks_for(out.size()), threads_per_block, 0, stream.get()>>>(in.data(), out.data(),
+                                                                                     out.size());
+  overlap::cuda::check(cudaGetLastError(), "sum_of_four_kernel launch");
+}
 
 void launch_axpb(std::span<const float> in, std::span<float> out, overlap::cuda::stream_view stream) {
   launch_axpb_unchecked(in, out, stream, blocks_for(in.size()), threads_per_block);

@@ -3,6 +3,7 @@
 // reference bit for bit.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -18,6 +19,11 @@ void launch_axpb(std::span<const float> in, std::span<float> out, overlap::cuda:
 /// left unchecked: for tests of what a Pipeline does with a bad launch.
 void launch_axpb_unchecked(std::span<const float> in, std::span<float> out, overlap::cuda::stream_view stream,
                            unsigned blocks, unsigned threads);
+
+/// out[i] = in[4i] + in[4i+1] + in[4i+2] + in[4i+3] (wrapping) for every
+/// element of `out`, on `stream`: a 4-to-1 reduction, exact on the host too.
+void launch_sum_of_four(std::span<const std::uint32_t> in, std::span<std::uint32_t> out,
+                        overlap::cuda::stream_view stream);
 
 /// The host's y = 2x + 1 of every element: what launch_axpb must produce.
 [[nodiscard]] std::vector<float> axpb_reference(std::span<const float> input);

@@ -124,12 +124,6 @@ INSTANTIATE_TEST_SUITE_P(Slots, FeedIntegrity, ::testing::Values(1U, 2U, 3U, 4U,
                            return std::to_string(info.param) + "_slots";
                          });
 
-__global__ void sum_of_four(const std::uint32_t* in, std::uint32_t* out, std::size_t n_out) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n_out;
-       i += std::size_t{gridDim.x} * blockDim.x)
-    out[i] = in[4 * i] + in[4 * i + 1] + in[4 * i + 2] + in[4 * i + 3];
-}
-
 TEST(FeedRatio, AFourToOneReductionPerItem) {
   SKIP_WITHOUT_GPU();
   feed_options o;
@@ -149,8 +143,7 @@ TEST(FeedRatio, AFourToOneReductionPerItem) {
         return n;
       },
       [](std::span<const std::uint32_t> in, std::span<std::uint32_t> out, stream_view s, std::size_t) {
-        sum_of_four<<<overlap_test::blocks_for(out.size()), overlap_test::threads_per_block, 0, s.get()>>>(
-            in.data(), out.data(), out.size());
+        overlap_test::launch_sum_of_four(in, out, s);
       },
       [&](std::span<const std::uint32_t> out, std::size_t k) {
         ++consumed;

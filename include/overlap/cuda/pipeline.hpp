@@ -37,6 +37,24 @@ namespace overlap::cuda {
 enum class pageable_memory {
   reject,             ///< throw invalid_input saying why and how to fix (the default)
   register_in_place,  ///< cudaHostRegister it for the run, then unregister
+  /// Copy it through a ring of pinned slots: host threads copy chunk k + 1
+  /// into its slot while chunk k's copies and stage run, and copy results
+  /// out of their slots likewise (a Feed over the chunks; Pipeline::capture
+  /// refuses it). Runs at the host's copy rate, not the link's.
+  stage,
+  /// stage or register_in_place, whichever the device model prices lower
+  /// for one run (registering and unregistering per GiB against copying
+  /// through pinned slots; stage when the model has no such figures).
+  /// Memory the caller keeps registered (host_registration) is pinned, so a
+  /// buffer reused across runs is best registered once by the caller.
+  automatic,
+};
+
+/// How a run reached the host data.
+enum class host_path {
+  pinned,      ///< the spans were page-locked already
+  registered,  ///< pageable spans, registered in place for the run
+  staged,      ///< pageable spans, copied through pinned slots
 };
 
 /// Whether to bracket every op with timing events and return a measured Timeline.
@@ -156,8 +174,9 @@ struct run_report {
   std::optional<KernelFit> stage_cost;
   unsigned streams = 0;
   unsigned ring_depth = 0;
-  std::size_t device_bytes = 0;  ///< device memory held by the ring
-  double host_issue_ms = 0.0;    ///< host time spent issuing every op
+  std::size_t device_bytes = 0;        ///< device memory held by the ring
+  double host_issue_ms = 0.0;          ///< host time spent issuing every op
+  host_path host = host_path::pinned;  ///< how the host data was reached
 };
 
 /// A chunk failed: the chunk, and whether every earlier chunk's output is complete.
@@ -206,6 +225,17 @@ struct plan {
 /// with a nonzero size (part of make_plan; a run that reuses an earlier
 /// run's plan still checks its own spans).
 void require_non_null(const erased_run& run);
+
+/// The policy a run of `pageable_bytes` of pageable host data follows:
+/// `policy` itself unless it is automatic, which resolves to stage or
+/// register_in_place by `model`'s figures (stage when it has none). No CUDA call.
+[[nodiscard]] pageable_memory resolve_pageable(pageable_memory policy, std::size_t pageable_bytes,
+                                               const DeviceModel* model);
+
+/// Host threads that copy each direction of a staged run: half of the
+/// model's fastest host_staging point (the two directions copy at once),
+/// else of the cores, at least 1 and at most 8.
+[[nodiscard]] unsigned staging_threads(const DeviceModel* model);
 
 /// Whether make_plan may run the planner (deferred: check the arguments
 /// with the fixed fraction first, and plan later, once).

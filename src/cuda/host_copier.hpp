@@ -1,0 +1,49 @@
+// A pool of host threads that copies one buffer into another in parallel:
+// one thread moves ~9 GB/s from pageable into pinned memory, 8 move ~30
+// (HARDWARE.md), so staging pageable data needs several. The threads are
+// kept between copies; each copy waits for all its pieces. Private to
+// src/cuda.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace overlap::cuda::detail {
+
+class host_copier {
+ public:
+  /// `threads` >= 1 copy at once (the caller is one of them).
+  explicit host_copier(unsigned threads);
+  ~host_copier();
+  host_copier(const host_copier&) = delete;
+  host_copier& operator=(const host_copier&) = delete;
+  host_copier(host_copier&&) = delete;
+  host_copier& operator=(host_copier&&) = delete;
+
+  /// memcpy(to, from, bytes), split over the threads; returns when done.
+  /// One copy at a time per copier.
+  void copy(void* to, const void* from, std::size_t bytes);
+
+  [[nodiscard]] unsigned threads() const noexcept { return static_cast<unsigned>(workers_.size()) + 1; }
+
+ private:
+  void work(unsigned index);
+  void copy_piece(unsigned index) const;
+
+  std::vector<std::jthread> workers_;
+  std::mutex mutex_;
+  std::condition_variable start_;
+  std::condition_variable finished_;
+  // The copy under way, and which round it is (workers take each round once).
+  std::byte* to_ = nullptr;
+  const std::byte* from_ = nullptr;
+  std::size_t bytes_ = 0;
+  std::size_t round_ = 0;
+  unsigned pieces_left_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace overlap::cuda::detail
