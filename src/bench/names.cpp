@@ -24,6 +24,18 @@ std::string_view to_string(variant_kind kind) noexcept {
     case variant_kind::pipeline_recorded: return "pipeline_recorded";
     case variant_kind::pipeline_graph: return "pipeline_graph";
     case variant_kind::chunk_loop: return "chunk_loop";
+    case variant_kind::floor_frame_copies: return "floor_frame_copies";
+    case variant_kind::ping_pong: return "ping_pong";
+    case variant_kind::feed_default: return "feed_default";
+    case variant_kind::feed: return "feed";
+    case variant_kind::feed_paced: return "feed_paced";
+    case variant_kind::pageable_naive: return "pageable_naive";
+    case variant_kind::pageable_registered: return "pageable_registered";
+    case variant_kind::pageable_staged: return "pageable_staged";
+    case variant_kind::pageable_automatic: return "pageable_automatic";
+    case variant_kind::pageable_pinned: return "pageable_pinned";
+    case variant_kind::pageable_kept: return "pageable_kept";
+    case variant_kind::pageable_kept_automatic: return "pageable_kept_automatic";
   }
   return "unknown";
 }

@@ -6,6 +6,7 @@
 
 #include "overlap/bench/driver.hpp"
 #include "run_clock.hpp"
+#include "timed_rows.hpp"
 #include "workload_bench.hpp"
 
 namespace overlap::bench {
@@ -29,6 +30,39 @@ void check_config(const bench_config& config) {
       if (streams == 0) throw invalid_input("streams: 0 is out of range (expected >= 1)");
     }
   }
+  const feed_config& feed = config.feed;
+  if (feed.enabled) {
+    if (feed.frames < 2)
+      throw invalid_input(fmt::format("feed.frames: {} is out of range (expected >= 2)", feed.frames));
+    if (feed.frame_elements == 0)
+      throw invalid_input("feed.frame_elements: 0 is out of range (expected >= 1)");
+    for (const unsigned slots : feed.slot_counts) {
+      if (slots == 0) throw invalid_input("feed.slot_counts: 0 is out of range (expected >= 1)");
+    }
+    for (const double us : feed.producer_us) {
+      if (!(us >= 0.0) || us > 1e6) {
+        throw invalid_input(fmt::format("feed.producer_us: {} is out of range (expected 0..1e6 us)", us));
+      }
+    }
+  }
+  const pageable_config& pageable = config.pageable;
+  if (pageable.enabled) {
+    if (pageable.elements < 2) {
+      throw invalid_input(
+          fmt::format("pageable.elements: {} is out of range (expected >= 2)", pageable.elements));
+    }
+    if (pageable.chunk_bytes == 0 || pageable.chunk_bytes % sizeof(float) != 0) {
+      throw invalid_input(
+          fmt::format("pageable.chunk_bytes: {} is out of range (expected a positive multiple of 4)",
+                      pageable.chunk_bytes));
+    }
+    if (pageable.streams == 0) throw invalid_input("pageable.streams: 0 is out of range (expected >= 1)");
+    if (pageable.copy_threads.empty())
+      throw invalid_input("pageable.copy_threads: empty (expected thread counts)");
+    for (const unsigned threads : pageable.copy_threads) {
+      if (threads == 0) throw invalid_input("pageable.copy_threads: 0 is out of range (expected >= 1)");
+    }
+  }
   const link_sweep& link = config.link;
   if (link.sizes.empty()) throw invalid_input("link.sizes: empty (expected at least one copy size)");
   for (const std::size_t size : link.sizes) {
@@ -48,6 +82,10 @@ std::size_t count_steps(const bench_config& config) noexcept {
     const std::size_t link = w.kind == workload_kind::transfer_bound ? 1 : 0;
     steps += link + 4 + 3 + w.chunk_bytes.size() * w.stream_counts.size() + 1;
   }
+  // The frame copies, the ping-pong, the default Feed, each slot count and each paced producer.
+  if (config.feed.enabled) steps += 3 + config.feed.slot_counts.size() + config.feed.producer_us.size();
+  // The host copy floor and seven rows.
+  if (config.pageable.enabled) steps += 8;
   return steps;
 }
 
@@ -71,6 +109,15 @@ bench_result run_benchmark(const bench_config& config, const progress_callback& 
     if (measured.best_timeline) measured.best_timeline->device = result.device.name;
     result.workloads.push_back(std::move(measured));
   }
+  const auto announcer = [&](const char* workload) {
+    return [&, workload](const std::string& what) {
+      ++step;
+      if (progress) progress(step, steps, std::string(workload) + " " + what);
+    };
+  };
+  if (config.feed.enabled) result.feed = detail::measure_frames(config, clock, announcer("frames"));
+  if (config.pageable.enabled)
+    result.pageable = detail::measure_pageable(config, clock, announcer("pageable"));
   return result;
 }
 

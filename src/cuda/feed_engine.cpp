@@ -36,6 +36,15 @@ double ms_between(clock_type::time_point a, clock_type::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+// Waits for `e` on the host: a query first, so that an event already
+// complete (the common case when the other side lags) costs no sleep and
+// wake-up; a blocking-sync event otherwise puts the thread to sleep.
+cudaError_t wait_for(const event& e) {
+  const cudaError_t status = cudaEventQuery(e.get());
+  if (status != cudaErrorNotReady) return status;
+  return cudaEventSynchronize(e.get());
+}
+
 }  // namespace
 
 /// One slot: pinned input and output, device buffers, its stream and events.
@@ -159,7 +168,7 @@ void feed_run::produce() {
     feed_slot& slot = *res_.slots[k % n_];
     // The slot's input is free once item k - n's upload is done.
     if (k >= n_) {
-      const cudaError_t status = cudaEventSynchronize(slot.uploaded.get());
+      const cudaError_t status = wait_for(slot.uploaded);
       if (status != cudaSuccess) {
         fail(k - n_, feed_part::device,
              std::make_exception_ptr(cuda_error(status, "cudaEventSynchronize", "waiting for an upload")),
@@ -243,7 +252,7 @@ void feed_run::consume() {
       item = ring_[j % n_];
     }
     feed_slot& slot = *res_.slots[j % n_];
-    const cudaError_t status = cudaEventSynchronize(slot.ready.get());
+    const cudaError_t status = wait_for(slot.ready);
     if (status != cudaSuccess) {
       fail(j, feed_part::device,
            std::make_exception_ptr(cuda_error(status, "cudaEventSynchronize",

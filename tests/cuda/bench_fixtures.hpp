@@ -104,4 +104,41 @@ bench::bench_result result_of(Workloads... workloads) {
   return r;
 }
 
+/// 10 frames of 4 MiB: frame copies 1.0 ms, the ping-pong 1.10 ms, the
+/// default Feed (4 slots) 1.04 ms (0.9615x the copy rate), 2 slots 1.2 ms;
+/// a 50 us producer at 1.06 ms (floor max(0.5, 1.04) = 1.04) and a 500 us
+/// one at 5.5 ms (floor 5.0).
+inline bench::feed_result frames_result() {
+  using bench::variant_kind;
+  bench::feed_result f;
+  f.frames = 10;
+  f.frame_bytes = 4 * MiB;
+  f.frame_copies = row(variant_kind::floor_frame_copies, 1.0, 4 * MiB, 2);
+  f.variants = {row(variant_kind::ping_pong, 1.10, 4 * MiB, 2),
+                row(variant_kind::feed_default, 1.04, 4 * MiB, 4), row(variant_kind::feed, 1.2, 4 * MiB, 2)};
+  f.paced = {{50.0, 1.04, row(variant_kind::feed_paced, 1.06, 4 * MiB, 4)},
+             {500.0, 5.0, row(variant_kind::feed_paced, 5.5, 4 * MiB, 4)}};
+  for (auto& v : f.variants) v.chunks = f.frames;
+  return f;
+}
+
+/// 256 MiB from vectors: host copy floor 20 ms; naive 90, registered 33,
+/// staged 22 (1.1x), automatic 22.2 (staged), pinned 6, registered once 6.3
+/// (1.05x), automatic on it 6.4 (pinned).
+inline bench::pageable_result pageable_result() {
+  using bench::variant_kind;
+  bench::pageable_result p;
+  p.elements = 64 * MiB;
+  p.bytes = 256 * MiB;
+  p.copy_gbps = {{4, 15.0}, {8, 26.8}, {16, 24.0}};
+  p.copy_floor_ms = 20.0;
+  p.variants = {row(variant_kind::pageable_naive, 90.0),        row(variant_kind::pageable_registered, 33.0),
+                row(variant_kind::pageable_staged, 22.0),       row(variant_kind::pageable_automatic, 22.2),
+                row(variant_kind::pageable_pinned, 6.0),        row(variant_kind::pageable_kept, 6.3),
+                row(variant_kind::pageable_kept_automatic, 6.4)};
+  p.automatic_one_shot = "staged";
+  p.automatic_kept = "pinned";
+  return p;
+}
+
 }  // namespace overlap::cli::bench_fixtures

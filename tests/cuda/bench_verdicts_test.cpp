@@ -140,6 +140,53 @@ TEST(BenchVerdicts, AnUnsteadyLinkPutsACaveatOnEveryLinkBoundVerdict) {
   EXPECT_FALSE(out["verdicts"][2].contains("caveat"));  // compute_best_vs_floor
 }
 
+TEST(BenchVerdicts, FramesAreJudgedAgainstTheCopyRateThePingPongAndTheProducer) {
+  bench::bench_result r = result_of(transfer_workload(), compute_workload());
+  r.feed = bench_fixtures::frames_result();
+  const Judgement j = judge(r, false);
+  EXPECT_EQ(j.verdicts.size(), 9U + 4U);
+  const Verdict& share = named(j, "frames_feed_vs_copy_rate");
+  EXPECT_NEAR(share.value, 1.0 / 1.04, 1e-12);
+  EXPECT_TRUE(share.pass);
+  EXPECT_EQ(share.text, "default Feed throughput at least 0.95x the copy rate at 4 MiB frames");
+  EXPECT_NEAR(named(j, "frames_feed_vs_ping_pong").value, 1.04 / 1.10, 1e-12);
+  EXPECT_TRUE(named(j, "frames_feed_vs_ping_pong").pass);
+  EXPECT_NEAR(named(j, "frames_paced_50us").value, 1.06 / 1.04, 1e-12);
+  EXPECT_TRUE(named(j, "frames_paced_50us").pass);
+  EXPECT_NEAR(named(j, "frames_paced_500us").value, 1.1, 1e-12);
+  EXPECT_FALSE(named(j, "frames_paced_500us").pass);
+  EXPECT_TRUE(named(j, "frames_paced_500us").caveat.empty());
+
+  r.feed->variants[1].device_ms =
+      bench::summarize({1.2, 1.2, 1.2});  // 0.833x the copy rate, slower than ping-pong
+  const Judgement slow = judge(r, false);
+  EXPECT_FALSE(named(slow, "frames_feed_vs_copy_rate").pass);
+  EXPECT_FALSE(named(slow, "frames_feed_vs_ping_pong").pass);
+}
+
+TEST(BenchVerdicts, PageableIsJudgedAgainstTheHostCopyFloorNaiveAndPinned) {
+  bench::bench_result r = result_of(transfer_workload(), compute_workload());
+  r.pageable = bench_fixtures::pageable_result();
+  const Judgement j = judge(r, false);
+  EXPECT_EQ(j.verdicts.size(), 9U + 5U);
+  EXPECT_NEAR(named(j, "pageable_stage_vs_copy_floor").value, 1.1, 1e-12);
+  EXPECT_TRUE(named(j, "pageable_stage_vs_copy_floor").pass);
+  EXPECT_NEAR(named(j, "pageable_stage_vs_naive").value, 90.0 / 22.0, 1e-12);
+  EXPECT_TRUE(named(j, "pageable_stage_vs_naive").pass);
+  EXPECT_NEAR(named(j, "pageable_kept_vs_pinned").value, 1.05, 1e-12);
+  EXPECT_TRUE(named(j, "pageable_kept_vs_pinned").pass);
+  EXPECT_TRUE(named(j, "pageable_automatic_one_shot").pass);
+  EXPECT_NE(named(j, "pageable_automatic_one_shot").text.find("(staged: took staged)"), std::string::npos);
+  EXPECT_TRUE(named(j, "pageable_automatic_kept").pass);
+
+  // automatic registering when staging was faster fails; so does a stage slower than 1.15x the floor.
+  r.pageable->automatic_one_shot = "registered";
+  r.pageable->variants[2].device_ms = bench::summarize({24.0, 24.0, 24.0});
+  const Judgement bad = judge(r, false);
+  EXPECT_FALSE(named(bad, "pageable_automatic_one_shot").pass);
+  EXPECT_FALSE(named(bad, "pageable_stage_vs_copy_floor").pass);
+}
+
 TEST(BenchVerdicts, TransferBoundResultsWithoutALinkFloorAreAnError) {
   bench::workload_result w = transfer_workload();
   w.link.reset();

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_report.hpp"
+#include "bench_streams.hpp"
 #include "bench_terms.hpp"
 #include "bench_verdicts.hpp"
 #include "overlap/bench/driver.hpp"
@@ -39,6 +40,17 @@ constexpr const char* footer = R"(Workloads (HARDWARE.md):
   compute-bound   4 Mi floats, v = sinf(v) * cosf(v) + v 100 times; the inputs
                   are random in the seed's range [0, 4Mi), where sinf takes
                   its slow argument reduction (small inputs run 9x faster)
+  frames          100 frames of 4 MiB through y = 2x + 1 (the tutorial's
+                  ping-pong as written, and cuda::Feed with default, 2, 3, 4
+                  slots) against the copy rate at 4 MiB (every frame H2D and
+                  D2H at once); Feeds whose producer spends 50 and 500 us per
+                  frame against max(producing, the GPU-bound Feed)
+  pageable        the transfer-bound data in std::vectors: cudaMemcpyAsync
+                  straight from them, Pipelines that register them each run,
+                  stage them through pinned slots or choose (automatic), a
+                  Pipeline over pinned copies, and over the vectors registered
+                  once; against the host copy floor, (in + out) / the fastest
+                  multi-threaded memcpy from pageable into pinned memory
 Variants: sequential (one stream: H2D, kernel, D2H of the whole buffer);
 hand-written 2 streams (the seeds' code: two halves, each H2D/kernel/D2H on
 its own stream); Pipeline with default options; Pipeline over chunk sizes
@@ -152,6 +164,14 @@ bench::bench_config make_config(const BenchOptions& o, bool reps_given) {
     compute.stream_counts = {2, 3, 4, 8};
   }
   config.workloads = {transfer, compute};
+  if (o.quick) {
+    config.feed.frames = 20;
+    config.feed.slot_counts = {2, 3};
+    config.feed.producer_us = {50};
+    config.pageable.elements = 16 * MiB / sizeof(float);
+    config.pageable.chunk_bytes = 2 * MiB;
+    config.pageable.copy_threads = {4, 8};
+  }
   return config;
 }
 
@@ -239,6 +259,8 @@ std::string text_report(const bench::bench_result& r, const Judgement& judgement
       r.warmup, r.reps);
   text += "link floor: the link's peak rates, measured in this run over " + link_sweep_text(r.link) + "\n";
   for (const workload_result& w : r.workloads) text += workload_text(w);
+  if (r.feed) text += frames_text(*r.feed);
+  if (r.pageable) text += pageable_text(*r.pageable);
   return text + verdicts_text(judgement);
 }
 
@@ -351,6 +373,8 @@ std::string json_report(const bench::bench_result& r, const Judgement& judgement
   json workloads = json::array();
   for (const workload_result& w : r.workloads) workloads.push_back(workload_json(w));
   out["workloads"] = std::move(workloads);
+  if (r.feed) out["frames"] = frames_json(*r.feed);
+  if (r.pageable) out["pageable"] = pageable_json(*r.pageable);
   add_verdicts_json(out, judgement);
   out["verified"] = true;  // a wrong element ends the bench with exit 1 and no report
   return out.dump(2) + "\n";

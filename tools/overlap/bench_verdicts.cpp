@@ -5,8 +5,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
 #include <utility>
 
+#include "bench_streams.hpp"
 #include "bench_terms.hpp"
 
 namespace overlap::cli {
@@ -38,6 +41,54 @@ std::string link_caveat(const workload_result& w) {
   return fmt::format(
       "the link was unsteady in this run (peak spread {}, over {:.0f}%): re-run before trusting this verdict",
       unsteady, 100.0 * unsteady_link_spread);
+}
+
+using add_function = std::function<void(std::string, std::string, double, double, std::string, bool)>;
+
+// Issue 12: the default Feed against the copy rate and the tutorial's
+// ping-pong, and paced producers against max(producing, the GPU-bound Feed).
+void judge_frames(const bench::feed_result& f, const add_function& add) {
+  const double feed = row_of(f.variants, variant_kind::feed_default).device_ms.median;
+  const double share = ratio(f.frame_copies.device_ms.median, feed);
+  add("frames_feed_vs_copy_rate",
+      fmt::format("default Feed throughput at least 0.95x the copy rate at {} frames",
+                  bench::format_bytes(f.frame_bytes)),
+      share, 0.95, "x", share >= 0.95);
+  const double to_ping_pong = ratio(feed, row_of(f.variants, variant_kind::ping_pong).device_ms.median);
+  add("frames_feed_vs_ping_pong", "default Feed time at most the hand-written ping-pong's", to_ping_pong, 1.0,
+      "x", to_ping_pong <= 1.0);
+  for (const bench::paced_result& p : f.paced) {
+    const double to_floor = ratio(p.row.device_ms.median, p.floor_ms);
+    add(fmt::format("frames_paced_{:g}us", p.producer_us),
+        fmt::format("Feed with a {:g} us producer within 1.05x of max(producing, GPU-bound)", p.producer_us),
+        to_floor, 1.05, "x", to_floor <= 1.05);
+  }
+}
+
+// Issue 12: staging against the host copy floor and the naive pipeline,
+// buffers registered once against pinned, and automatic's choices.
+void judge_pageable(const bench::pageable_result& p, const add_function& add) {
+  const auto median = [&p](variant_kind kind) { return row_of(p.variants, kind).device_ms.median; };
+  const double staged = median(variant_kind::pageable_staged);
+  const double registered = median(variant_kind::pageable_registered);
+  const double pinned = median(variant_kind::pageable_pinned);
+  add("pageable_stage_vs_copy_floor", "pageable stage within 1.15x of the host copy floor",
+      ratio(staged, p.copy_floor_ms), 1.15, "x", ratio(staged, p.copy_floor_ms) <= 1.15);
+  const double speedup = ratio(median(variant_kind::pageable_naive), staged);
+  add("pageable_stage_vs_naive", "pageable stage at least 3x faster than cudaMemcpyAsync from the vectors",
+      speedup, 3.0, "x", speedup >= 3.0);
+  const double kept = ratio(median(variant_kind::pageable_kept), pinned);
+  add("pageable_kept_vs_pinned", "vectors registered once within 1.10x of the pinned Pipeline", kept, 1.10,
+      "x", kept <= 1.10);
+  const std::string faster = staged <= registered ? "staged" : "registered";
+  const double automatic = ratio(median(variant_kind::pageable_automatic), std::min(staged, registered));
+  add("pageable_automatic_one_shot",
+      fmt::format("automatic takes the faster of stage and register_in_place one-shot ({}: took {})", faster,
+                  p.automatic_one_shot),
+      automatic, 1.0, "x", p.automatic_one_shot == faster);
+  const double automatic_kept = ratio(median(variant_kind::pageable_kept_automatic), pinned);
+  add("pageable_automatic_kept", "automatic on vectors registered once within 1.10x of the pinned Pipeline",
+      automatic_kept, 1.10, "x", automatic_kept <= 1.10);
 }
 
 }  // namespace
@@ -101,6 +152,8 @@ Judgement judge(const bench::bench_result& r, bool quick) {
                     bench::to_string(w.kind)),
         us, 10.0, "us", us < 10.0);
   }
+  if (r.feed) judge_frames(*r.feed, add);
+  if (r.pageable) judge_pageable(*r.pageable, add);
   // Every transfer-bound ratio but the host cost is a ratio of link-bound times.
   for (Verdict& v : verdicts) {
     if (!v.name.starts_with("transfer_") || v.unit != "x") continue;

@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "overlap/bench/link_floor.hpp"
@@ -67,9 +68,31 @@ struct workload_config {
   std::vector<unsigned> stream_counts;                 ///< sweep: Pipeline stream counts
 };
 
+/// Frames through a Feed (issue 12): the CUDA tutorial's ping-pong, 4 MiB
+/// frames of y = 2x + 1, against its hand-written form and the copy rate.
+struct feed_config {
+  bool enabled = true;                            ///< measure the frames workload
+  std::size_t frames = 100;                       ///< per run (>= 2)
+  std::size_t frame_elements = 1 << 20;           ///< floats per frame (4 MiB)
+  std::vector<unsigned> slot_counts = {2, 3, 4};  ///< Feeds with these slots, beside the default
+  std::vector<double> producer_us = {50, 500};    ///< a paced producer's host time per frame
+};
+
+/// Pageable host data (issue 12): the transfer-bound workload from
+/// std::vector input and output, naive, registered, staged and pinned.
+struct pageable_config {
+  bool enabled = true;                              ///< measure the pageable workload
+  std::size_t elements = std::size_t{64} << 20;     ///< floats in (and out): 256 MiB
+  std::size_t chunk_bytes = std::size_t{8} << 20;   ///< the Pipelines' chunk
+  unsigned streams = 4;                             ///< the Pipelines' streams
+  std::vector<unsigned> copy_threads = {4, 8, 16};  ///< host copy floor: thread counts tried
+};
+
 /// What run_benchmark measures, and how often.
 struct bench_config {
   std::vector<workload_config> workloads;  ///< measured in this order
+  feed_config feed;                        ///< then the frames
+  pageable_config pageable;                ///< then the pageable data
   unsigned warmup = 2;                     ///< untimed runs before the timed ones, per variant
   unsigned reps = 15;                      ///< timed runs per variant
   std::uint64_t seed = 20261122;           ///< of the random input data
@@ -91,6 +114,20 @@ enum class variant_kind {
   pipeline_recorded,      ///< the best Pipeline configuration with recording::on
   pipeline_graph,         ///< the best configuration captured once into a CUDA graph, replayed
   chunk_loop,             ///< the best configuration's chunks issued by a bare hand-written loop
+  // The frames workload: chunk_bytes is the frame, streams the slots, chunks the frames.
+  floor_frame_copies,  ///< every frame H2D on one stream and D2H on another, at once: the copy rate
+  ping_pong,           ///< the tutorial's hand-written ping-pong: two streams, two buffers
+  feed_default,        ///< cuda::Feed with default slots, a producer and consumer that do nothing
+  feed,                ///< cuda::Feed with a given slot count
+  feed_paced,          ///< cuda::Feed (default slots) whose producer spends a fixed host time per frame
+  // The pageable workload: the transfer-bound data in std::vectors.
+  pageable_naive,           ///< cudaMemcpyAsync straight from the vectors, 4 streams x 32 chunks
+  pageable_registered,      ///< Pipeline, pageable_memory::register_in_place (registered every run)
+  pageable_staged,          ///< Pipeline, pageable_memory::stage
+  pageable_automatic,       ///< Pipeline, pageable_memory::automatic
+  pageable_pinned,          ///< Pipeline over pinned copies of the data
+  pageable_kept,            ///< Pipeline over the vectors, registered once by the caller (host_registration)
+  pageable_kept_automatic,  ///< the same with pageable_memory::automatic
 };
 /// "floor_h2d", "sequential", ...: a stable key for JSON.
 [[nodiscard]] std::string_view to_string(variant_kind kind) noexcept;
@@ -154,13 +191,46 @@ struct workload_result {
   [[nodiscard]] const variant_result* find(variant_kind wanted) const noexcept;
 };
 
+/// A Feed whose producer spends a fixed host time per frame.
+struct paced_result {
+  double producer_us = 0.0;  ///< the producer's host time per frame
+  /// What no feed beats: the producer's time over every frame, or the
+  /// GPU-bound time (the default Feed with an idle producer), the longer.
+  double floor_ms = 0.0;
+  variant_result row;
+};
+
+/// The frames workload, measured.
+struct feed_result {
+  std::size_t frames = 0;
+  std::size_t frame_bytes = 0;
+  variant_result frame_copies;           ///< the floor: the copy rate at the frame size
+  std::vector<variant_result> variants;  ///< ping_pong, feed_default, feed (per slot count)
+  std::vector<paced_result> paced;       ///< per producer time
+};
+
+/// The pageable workload, measured.
+struct pageable_result {
+  std::size_t elements = 0;
+  std::size_t bytes = 0;  ///< in (the same out)
+  /// Host memcpy from pageable into pinned memory, GB/s, per thread count tried.
+  std::vector<std::pair<unsigned, double>> copy_gbps;
+  double copy_floor_ms = 0.0;  ///< (bytes in + bytes out) / the fastest host copy rate
+  std::vector<variant_result> variants;
+  /// The paths pageable_memory::automatic took: one-shot vectors, and vectors the caller keeps registered.
+  std::string automatic_one_shot;
+  std::string automatic_kept;
+};
+
 /// Everything run_benchmark measured, and the settings it measured with.
 struct bench_result {
-  device_info device;                      ///< where it ran
-  unsigned warmup = 0;                     ///< untimed runs per row
-  unsigned reps = 0;                       ///< timed runs per row
-  link_sweep link;                         ///< the sweep behind the link floors
-  std::vector<workload_result> workloads;  ///< in bench_config's order
+  device_info device;                       ///< where it ran
+  unsigned warmup = 0;                      ///< untimed runs per row
+  unsigned reps = 0;                        ///< timed runs per row
+  link_sweep link;                          ///< the sweep behind the link floors
+  std::vector<workload_result> workloads;   ///< in bench_config's order
+  std::optional<feed_result> feed;          ///< when bench_config::feed.enabled
+  std::optional<pageable_result> pageable;  ///< when bench_config::pageable.enabled
 };
 
 /// A variant wrote a wrong element (or left one unwritten: the NaN poison).

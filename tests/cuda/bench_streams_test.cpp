@@ -1,0 +1,77 @@
+// The frames and pageable workloads of `overlap bench` printed from made-up
+// results (no GPU): the tables, the summary lines and the JSON.
+#include "bench_streams.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "bench_fixtures.hpp"
+#include "overlap/core/error.hpp"
+
+namespace overlap::cli {
+namespace {
+
+TEST(BenchStreams, FramesTableAndSummary) {
+  const std::string text = frames_text(bench_fixtures::frames_result());
+  EXPECT_NE(text.find("frames: 10 frames of 4 MiB through y = 2x + 1, in and out\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("x ping"), std::string::npos);
+  // 2 x 10 x 4 MiB in 1.0 ms = 83.9 GB/s; the default Feed at 1.04 ms moves 80.7 GB/s.
+  EXPECT_NE(text.find("copy rate at 4 MiB: 83.9 GB/s in + out; the default Feed (4 slots) moves 80.7 GB/s = "
+                      "0.962x of it, 9615 frames/s; the hand-written ping-pong 0.909x"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("producer 500 us per frame: 5.500 ms against max(5.000 ms of producing, the GPU-bound 1.040 "
+                "ms) = 1.100x"),
+      std::string::npos)
+      << text;
+}
+
+TEST(BenchStreams, PageableTableAndSummary) {
+  const std::string text = pageable_text(bench_fixtures::pageable_result());
+  EXPECT_NE(text.find("pageable: 256 MiB in (67108864 floats) from std::vector"), std::string::npos) << text;
+  EXPECT_NE(text.find("floor: host copy pageable -> pinned (computed)"), std::string::npos);
+  EXPECT_NE(
+      text.find("host copy pageable -> pinned: 15.0 GB/s with 4 threads, 26.8 GB/s with 8 threads, 24.0 GB/s "
+                "with 16 threads"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("stage: 1.100x the host copy floor, 4.09x faster than the naive pipeline; vectors registered "
+                "once: 1.050x the pinned Pipeline"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("automatic took the staged path one-shot and the pinned path on vectors registered once"),
+      std::string::npos);
+}
+
+TEST(BenchStreams, Json) {
+  const auto frames = frames_json(bench_fixtures::frames_result());
+  EXPECT_EQ(frames["frames"], 10);
+  EXPECT_DOUBLE_EQ(frames["floor_ms"].get<double>(), 1.0);
+  EXPECT_EQ(frames["variants"].size(), 3U);
+  EXPECT_EQ(frames["variants"][1]["kind"], "feed_default");
+  EXPECT_EQ(frames["paced"][1]["producer_us"], 500.0);
+  const auto pageable = pageable_json(bench_fixtures::pageable_result());
+  EXPECT_DOUBLE_EQ(pageable["floor_ms"].get<double>(), 20.0);
+  EXPECT_EQ(pageable["host_copy"].size(), 3U);
+  EXPECT_EQ(pageable["automatic_path"]["one_shot"], "staged");
+  EXPECT_NEAR(pageable["variants"][2]["ratio_to_floor"].get<double>(), 1.1, 1e-12);
+}
+
+TEST(BenchStreams, AMissingRowIsNamed) {
+  bench::feed_result f = bench_fixtures::frames_result();
+  f.variants.erase(f.variants.begin());  // no ping-pong
+  try {
+    (void)frames_text(f);
+    ADD_FAILURE() << "no error";
+  } catch (const error& e) {
+    EXPECT_EQ(std::string(e.what()), "bench: no ping_pong row was measured");
+  }
+}
+
+}  // namespace
+}  // namespace overlap::cli
