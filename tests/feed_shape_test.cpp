@@ -178,10 +178,10 @@ TEST(FeedShape, BadFieldsAreNamed) {
   EXPECT_TRUE(message(s).starts_with("kernel_cost")) << message(s);
 }
 
-TEST(FeedShape, DefaultSlotsKeepEveryEngineBusy) {
-  EXPECT_EQ(default_feed_slots(DeviceModel::preset("h100")), 4U);
-  EXPECT_EQ(default_feed_slots(DeviceModel::preset("fermi-2ce")), 4U);
-  EXPECT_EQ(default_feed_slots(DeviceModel::preset("fermi-1ce")), 3U);
+TEST(FeedShape, DefaultSlotsKeepTheCopyEnginesBusy) {
+  EXPECT_EQ(default_feed_slots(DeviceModel::preset("h100")), 3U);
+  EXPECT_EQ(default_feed_slots(DeviceModel::preset("fermi-2ce")), 3U);
+  EXPECT_EQ(default_feed_slots(DeviceModel::preset("fermi-1ce")), 2U);
 }
 
 }  // namespace

@@ -16,8 +16,10 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "overlap/bench/kernels.hpp"
 #include "overlap/cuda/error.hpp"
@@ -57,27 +59,52 @@ class frames_bench {
         f_(config.feed),
         clock_(clock),
         announce_(announce),
-        bytes_(f_.frame_elements * sizeof(float)) {}
+        bytes_(f_.frame_elements * sizeof(float)),
+        n_(f_.frame_elements),
+        copy_in_(n_),
+        copy_out_(n_),
+        copy_d_in_(n_, up_),
+        copy_d_out_(n_, up_),
+        ping_in_(2 * n_),
+        ping_out_(2 * n_),
+        ping_d_in_(2 * n_, up_),
+        ping_d_out_(2 * n_, up_) {
+    up_.synchronize();  // the device buffers were allocated in stream order
+    fill_random(ping_in_.span(), config.seed ^ 0xF4A3E5ULL, -1000.0F, 1000.0F);
+  }
 
+  // Every row is set up (each Feed checked once) first, then all are timed
+  // alternating run by run: the Feeds and the ping-pong are compared with
+  // the copy rate measured between their runs.
   feed_result run() {
+    std::vector<row_spec> rows;
+    rows.push_back(copy_rate_row());
+    rows.push_back(ping_pong_row());
+    rows.push_back(feed_row(variant_kind::feed_default, "Feed (default slots)", std::nullopt, 0.0));
+    for (const unsigned slots : f_.slot_counts)
+      rows.push_back(feed_row(variant_kind::feed, fmt::format("Feed {} slots", slots), slots, 0.0));
+    for (const double us : f_.producer_us) {
+      rows.push_back(feed_row(variant_kind::feed_paced, fmt::format("Feed, producer {:g} us per frame", us),
+                              std::nullopt, us));
+    }
+    std::vector<variant_result> timed = time_rows(clock_, config_.warmup, config_.reps, rows);
     feed_result r;
     r.frames = f_.frames;
     r.frame_bytes = bytes_;
-    r.frame_copies = measure_copy_rate();
-    r.variants.push_back(measure_ping_pong());
-    r.variants.push_back(measure_feed(variant_kind::feed_default, "Feed (default slots)", std::nullopt, 0.0));
-    for (const unsigned slots : f_.slot_counts) {
-      r.variants.push_back(measure_feed(variant_kind::feed, fmt::format("Feed {} slots", slots), slots, 0.0));
-    }
-    const double gpu_bound_ms = r.variants[1].device_ms.median;
-    for (const double us : f_.producer_us) {
+    r.frame_copies = std::move(timed[0]);
+    const std::size_t feeds = 2 + f_.slot_counts.size();
+    for (std::size_t i = 1; i <= feeds; ++i) r.variants.push_back(std::move(timed[i]));
+    const double gpu_bound_ms = r.variants[1].device_ms.median;  // the default Feed, idle producer
+    for (std::size_t p = 0; p < f_.producer_us.size(); ++p) {
       paced_result paced;
-      paced.producer_us = us;
-      paced.floor_ms = std::max(us * static_cast<double>(f_.frames) / 1e3, gpu_bound_ms);
-      paced.row = measure_feed(variant_kind::feed_paced, fmt::format("Feed, producer {:g} us per frame", us),
-                               std::nullopt, us);
+      paced.producer_us = f_.producer_us[p];
+      paced.floor_ms = std::max(paced.producer_us * static_cast<double>(f_.frames) / 1e3, gpu_bound_ms);
+      paced.row = std::move(timed[1 + feeds + p]);
+      paced.row.verified = true;
       r.paced.push_back(std::move(paced));
     }
+    for (variant_result& v : r.variants)
+      v.verified = true;  // the ping-pong every run; each Feed in its check
     return r;
   }
 
@@ -90,91 +117,80 @@ class frames_bench {
     return info;
   }
 
-  variant_result measure_copy_rate() {
+  // Every frame H2D on one stream and D2H on another, at once.
+  row_spec copy_rate_row() {
     announce_("floor: frame copies both ways");
-    cuda::pinned_buffer<float> host_in(f_.frame_elements);
-    cuda::pinned_buffer<float> host_out(f_.frame_elements);
-    cuda::stream up(cuda::stream::options{cuda::stream_sync::non_blocking, 0});
-    cuda::stream down(cuda::stream::options{cuda::stream_sync::non_blocking, 0});
-    cuda::device_buffer<float> d_in(f_.frame_elements, up);
-    cuda::device_buffer<float> d_out(f_.frame_elements, up);
-    up.synchronize();
-    return time_row(clock_, config_.warmup, config_.reps, variant_kind::floor_frame_copies,
-                    "floor: frame copies both ways", [&](const cuda::event& start) {
-                      start.wait_on(up);
-                      start.wait_on(down);
-                      for (std::size_t k = 0; k < f_.frames; ++k) {
-                        cuda::check(cudaMemcpyAsync(d_in.data(), host_in.data(), bytes_,
-                                                    cudaMemcpyHostToDevice, up.get()),
-                                    "cudaMemcpyAsync", "frame copies H2D");
-                        cuda::check(cudaMemcpyAsync(host_out.data(), d_out.data(), bytes_,
-                                                    cudaMemcpyDeviceToHost, down.get()),
-                                    "cudaMemcpyAsync", "frame copies D2H");
-                      }
-                      up.synchronize();
-                      down.synchronize();
-                      return shape(2);
-                    });
+    return {variant_kind::floor_frame_copies,
+            "floor: frame copies both ways",
+            [this](const cuda::event& start) {
+              start.wait_on(up_);
+              start.wait_on(down_);
+              for (std::size_t k = 0; k < f_.frames; ++k) {
+                cuda::check(cudaMemcpyAsync(copy_d_in_.data(), copy_in_.data(), bytes_,
+                                            cudaMemcpyHostToDevice, up_.get()),
+                            "cudaMemcpyAsync", "frame copies H2D");
+                cuda::check(cudaMemcpyAsync(copy_out_.data(), copy_d_out_.data(), bytes_,
+                                            cudaMemcpyDeviceToHost, down_.get()),
+                            "cudaMemcpyAsync", "frame copies D2H");
+              }
+              up_.synchronize();
+              down_.synchronize();
+              return shape(2);
+            },
+            {}};
   }
 
   // The tutorial's loop: frame k on buffer and stream k mod 2, after a
-  // synchronize with that stream's previous frame.
-  variant_result measure_ping_pong() {
+  // synchronize with that stream's previous frame; both outputs checked.
+  row_spec ping_pong_row() {
     announce_("hand-written ping-pong");
-    const std::size_t n = f_.frame_elements;
-    cuda::pinned_buffer<float> host_in(2 * n);
-    cuda::pinned_buffer<float> host_out(2 * n);
-    fill_random(host_in.span(), config_.seed ^ 0xF4A3E5ULL, -1000.0F, 1000.0F);
-    cuda::stream streams[2] = {cuda::stream(cuda::stream::options{cuda::stream_sync::non_blocking, 0}),
-                               cuda::stream(cuda::stream::options{cuda::stream_sync::non_blocking, 0})};
-    cuda::device_buffer<float> d_in(2 * n, streams[0]);
-    cuda::device_buffer<float> d_out(2 * n, streams[0]);
-    streams[0].synchronize();
     row_hooks hooks;
-    hooks.before = [&] {
-      std::fill(host_out.data(), host_out.data() + 2 * n, std::numeric_limits<float>::quiet_NaN());
+    hooks.before = [this] {
+      std::fill(ping_out_.data(), ping_out_.data() + 2 * n_, std::numeric_limits<float>::quiet_NaN());
     };
-    hooks.check = [&](unsigned run) {
-      for (std::size_t i = 0; i < 2 * n; ++i) {
-        if (host_out[i] != 2.0F * host_in[i] + 1.0F) {
+    hooks.check = [this](unsigned run) {
+      for (std::size_t i = 0; i < 2 * n_; ++i) {
+        if (ping_out_[i] != 2.0F * ping_in_[i] + 1.0F) {
           throw wrong_output(
-              fmt::format("frames: hand-written ping-pong, run {}: element {} of the two buffers is "
-                          "{}, expected {}",
-                          run + 1, i, host_out[i], 2.0F * host_in[i] + 1.0F),
+              fmt::format("frames: hand-written ping-pong, run {}: element {} of the two buffers "
+                          "is {}, expected {}",
+                          run + 1, i, ping_out_[i], 2.0F * ping_in_[i] + 1.0F),
               i);
         }
       }
     };
-    return time_row(
-        clock_, config_.warmup, config_.reps, variant_kind::ping_pong, "hand-written ping-pong (2 streams)",
-        [&](const cuda::event& start) {
-          for (cuda::stream& s : streams) start.wait_on(s);
-          for (std::size_t frame = 0; frame < f_.frames; ++frame) {
-            const std::size_t buf = frame % 2;
-            cuda::stream& s = streams[buf];
-            s.synchronize();  // before overwriting this buffer, as the tutorial does
-            cuda::check(cudaMemcpyAsync(d_in.data() + buf * n, host_in.data() + buf * n, bytes_,
-                                        cudaMemcpyHostToDevice, s.get()),
-                        "cudaMemcpyAsync", "ping-pong H2D");
-            launch_affine(d_in.data() + buf * n, d_out.data() + buf * n, n, s.get());
-            cuda::check(cudaMemcpyAsync(host_out.data() + buf * n, d_out.data() + buf * n, bytes_,
-                                        cudaMemcpyDeviceToHost, s.get()),
-                        "cudaMemcpyAsync", "ping-pong D2H");
-          }
-          for (cuda::stream& s : streams) s.synchronize();
-          return shape(2);
-        },
-        hooks);
+    return {variant_kind::ping_pong, "hand-written ping-pong (2 streams)",
+            [this](const cuda::event& start) {
+              cuda::stream* streams[2] = {&up_, &down_};
+              for (cuda::stream* s : streams) start.wait_on(*s);
+              for (std::size_t frame = 0; frame < f_.frames; ++frame) {
+                const std::size_t buf = frame % 2;
+                cuda::stream& s = *streams[buf];
+                s.synchronize();  // before overwriting this buffer, as the tutorial does
+                cuda::check(cudaMemcpyAsync(ping_d_in_.data() + buf * n_, ping_in_.data() + buf * n_, bytes_,
+                                            cudaMemcpyHostToDevice, s.get()),
+                            "cudaMemcpyAsync", "ping-pong H2D");
+                launch_affine(ping_d_in_.data() + buf * n_, ping_d_out_.data() + buf * n_, n_, s.get());
+                cuda::check(cudaMemcpyAsync(ping_out_.data() + buf * n_, ping_d_out_.data() + buf * n_,
+                                            bytes_, cudaMemcpyDeviceToHost, s.get()),
+                            "cudaMemcpyAsync", "ping-pong D2H");
+              }
+              for (cuda::stream* s : streams) s->synchronize();
+              return shape(2);
+            },
+            hooks};
   }
 
-  // One run that writes and checks every frame, then the timed runs.
-  variant_result measure_feed(variant_kind kind, const std::string& name, std::optional<unsigned> slots,
-                              double producer_us) {
+  // A Feed, checked once (a distinct frame written into every slot, every
+  // element of every result checked), then timed with an idle consumer and
+  // a producer that does nothing, or spins for `producer_us`.
+  row_spec feed_row(variant_kind kind, const std::string& name, std::optional<unsigned> slots,
+                    double producer_us) {
     announce_(name);
     cuda::feed_options options;
-    options.slot_elements = f_.frame_elements;
+    options.slot_elements = n_;
     options.slots = slots;
-    frame_feed feed(options);
+    frame_feed& feed = *feeds_.emplace_back(std::make_unique<frame_feed>(options));
     const std::size_t frames = f_.frames;
     std::size_t wrong = 0;
     std::size_t first_wrong = 0;
@@ -194,24 +210,27 @@ class frames_bench {
       throw wrong_output(
           fmt::format("frames: {}: {} wrong elements, {} of {} frames consumed (the first wrong "
                       "element is frame {}, element {})",
-                      name, wrong, checked.items, frames, first_wrong / f_.frame_elements,
-                      first_wrong % f_.frame_elements),
+                      name, wrong, checked.items, frames, first_wrong / n_, first_wrong % n_),
           first_wrong);
     }
-    variant_result row = time_row(clock_, config_.warmup, config_.reps, kind, name, [&](const cuda::event&) {
-      const cuda::feed_report report = feed.run(
-          [&](std::span<float> slot, std::size_t k) -> std::optional<std::size_t> {
-            if (k == frames) return std::nullopt;
-            if (producer_us > 0.0) busy_for(producer_us);
-            return slot.size();
-          },
-          affine_stage, [](std::span<const float>, std::size_t) {});
-      run_info info = shape(report.slots);
-      info.host_issue_ms = report.host_issue_ms;
-      return info;
-    });
-    row.verified = true;
-    return row;
+    return {kind,
+            name,
+            [&feed, frames, producer_us](const cuda::event&) {
+              const cuda::feed_report report = feed.run(
+                  [&](std::span<float> slot, std::size_t k) -> std::optional<std::size_t> {
+                    if (k == frames) return std::nullopt;
+                    if (producer_us > 0.0) busy_for(producer_us);
+                    return slot.size();
+                  },
+                  affine_stage, [](std::span<const float>, std::size_t) {});
+              run_info info;
+              info.chunks = frames;
+              info.chunk_bytes = report.slot_elements * sizeof(float);
+              info.streams = report.slots;
+              info.host_issue_ms = report.host_issue_ms;
+              return info;
+            },
+            {}};
   }
 
   const bench_config& config_;
@@ -219,6 +238,19 @@ class frames_bench {
   run_clock& clock_;
   const announce_row& announce_;
   std::size_t bytes_;
+  std::size_t n_;
+  cuda::stream up_{cuda::stream::options{cuda::stream_sync::non_blocking, 0}};
+  cuda::stream down_{cuda::stream::options{cuda::stream_sync::non_blocking, 0}};
+  // The copy rate's frame buffers, and the ping-pong's two of each.
+  cuda::pinned_buffer<float> copy_in_;
+  cuda::pinned_buffer<float> copy_out_;
+  cuda::device_buffer<float> copy_d_in_;
+  cuda::device_buffer<float> copy_d_out_;
+  cuda::pinned_buffer<float> ping_in_;
+  cuda::pinned_buffer<float> ping_out_;
+  cuda::device_buffer<float> ping_d_in_;
+  cuda::device_buffer<float> ping_d_out_;
+  std::vector<std::unique_ptr<frame_feed>> feeds_;
 };
 
 }  // namespace

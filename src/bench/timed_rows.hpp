@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "overlap/bench/driver.hpp"
 #include "run_clock.hpp"
@@ -16,6 +17,20 @@ struct row_hooks {
   std::function<void()> before;             ///< untimed, before each run (e.g. poison the output)
   std::function<void(unsigned run)> check;  ///< untimed, after each run; throws wrong_output
 };
+
+/// One row to time: what it is, how to run it once, and its hooks.
+struct row_spec {
+  variant_kind kind = variant_kind::feed;
+  std::string name;
+  runner run;
+  row_hooks hooks;
+};
+
+/// `warmup` untimed and `reps` timed runs of every row, alternating row by
+/// row within each round, so that drift on a shared machine (the lent
+/// GPUs' links swing by 10% within a minute) hits every row alike.
+[[nodiscard]] std::vector<variant_result> time_rows(run_clock& clock, unsigned warmup, unsigned reps,
+                                                    const std::vector<row_spec>& rows);
 
 /// `warmup` untimed and `reps` timed runs of `run`, every one checked.
 [[nodiscard]] variant_result time_row(run_clock& clock, unsigned warmup, unsigned reps, variant_kind kind,

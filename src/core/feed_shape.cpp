@@ -119,8 +119,8 @@ Program make_feed_program(const FeedShape& shape) {
 }
 
 std::uint32_t default_feed_slots(const DeviceModel& model) noexcept {
-  const std::uint32_t engines = model.copy_engine_per_direction ? 3 : 2;  // copies beside the kernel
-  return engines + 1;
+  const std::uint32_t copy_engines = model.copy_engine_per_direction ? 2 : 1;
+  return copy_engines + 1;
 }
 
 }  // namespace overlap

@@ -41,7 +41,7 @@ constexpr const char* footer = R"(Workloads (HARDWARE.md):
                   are random in the seed's range [0, 4Mi), where sinf takes
                   its slow argument reduction (small inputs run 9x faster)
   frames          100 frames of 4 MiB through y = 2x + 1 (the tutorial's
-                  ping-pong as written, and cuda::Feed with default, 2, 3, 4
+                  ping-pong as written, and cuda::Feed with default, 2, 4, 8
                   slots) against the copy rate at 4 MiB (every frame H2D and
                   D2H at once); Feeds whose producer spends 50 and 500 us per
                   frame against max(producing, the GPU-bound Feed)
@@ -166,7 +166,7 @@ bench::bench_config make_config(const BenchOptions& o, bool reps_given) {
   config.workloads = {transfer, compute};
   if (o.quick) {
     config.feed.frames = 20;
-    config.feed.slot_counts = {2, 3};
+    config.feed.slot_counts = {2, 4};
     config.feed.producer_us = {50};
     config.pageable.elements = 16 * MiB / sizeof(float);
     config.pageable.chunk_bytes = 2 * MiB;

@@ -74,7 +74,7 @@ struct feed_config {
   bool enabled = true;                            ///< measure the frames workload
   std::size_t frames = 100;                       ///< per run (>= 2)
   std::size_t frame_elements = 1 << 20;           ///< floats per frame (4 MiB)
-  std::vector<unsigned> slot_counts = {2, 3, 4};  ///< Feeds with these slots, beside the default
+  std::vector<unsigned> slot_counts = {2, 4, 8};  ///< Feeds with these slots, beside the default
   std::vector<double> producer_us = {50, 500};    ///< a paced producer's host time per frame
 };
 

@@ -59,10 +59,11 @@ struct FeedShape {
 /// kernel_time, kernel_cost).
 [[nodiscard]] Program make_feed_program(const FeedShape& shape);
 
-/// Slots a feed needs to keep every engine busy on `model`: one item per
-/// engine that can work at once (a copy engine per direction, or one for
-/// both, beside the kernel), plus one the host is producing into while the
-/// consumer reads another: 4 on the h100 preset, 3 with one copy engine.
+/// Slots a feed needs to keep the copy engines busy on `model`: one item
+/// per copy engine (one per direction, or one for both) and one the host
+/// produces into: 3 on the h100 preset, 2 (ping-pong) with one copy engine.
+/// On an H100, 3 slots moved 4 MiB frames faster than 2 or 4 (bench/RESULTS.md,
+/// issue 12): more slots spread the copies over more memory without adding overlap.
 [[nodiscard]] std::uint32_t default_feed_slots(const DeviceModel& model) noexcept;
 
 }  // namespace overlap

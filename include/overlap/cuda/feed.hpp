@@ -45,7 +45,7 @@ struct feed_options {
   /// Input elements one slot holds: the largest item (> 0). Required.
   std::size_t slot_elements = 0;
   /// Slots (>= 1; 2 is ping-pong). Automatic: enough to keep every engine
-  /// of the GPU busy (default_feed_slots of its built-in model: 4 on an H100).
+  /// of the GPU busy (default_feed_slots of its built-in model: 3 on an H100).
   std::optional<unsigned> slots;
   /// Output elements per input elements, for every item.
   output_ratio ratio;
