@@ -283,10 +283,11 @@ void feed_run::consume() {
 }
 
 [[noreturn]] void feed_run::rethrow_failure() {
+  const std::string consumed = consumed_ == 0
+                                   ? std::string("no item was consumed")
+                                   : fmt::format("items 0..{} were consumed, each once", consumed_ - 1);
   const std::string what =
-      fmt::format("feed: the {} failed at item {}; items 0..{} were consumed{}", to_string(failed_part_),
-                  failed_item_, consumed_ == 0 ? std::string("(none)") : std::to_string(consumed_ - 1),
-                  consumed_ == 0 ? std::string() : std::string(" exactly once"));
+      fmt::format("feed: the {} failed at item {}; {}", to_string(failed_part_), failed_item_, consumed);
   try {
     std::rethrow_exception(error_);
   } catch (...) {
