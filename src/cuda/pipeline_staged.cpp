@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "host_copier.hpp"
+#include "overlap/core/error.hpp"
 #include "overlap/core/feed_shape.hpp"
 #include "overlap/cuda/device_models.hpp"
 #include "overlap/cuda/feed.hpp"
@@ -37,6 +38,12 @@ pipeline_resources::~pipeline_resources() = default;
 run_report run_staged(const erased_run& r, const settled_run& settled, const pipeline_options& options,
                       const erased_stage& stage, pipeline_resources& res) {
   const plan& p = settled.p;
+  if (options.record == recording::on) {
+    throw invalid_input(
+        "record: a run staged through pinned slots has no measured Timeline yet; pin the buffers "
+        "(cuda::pinned_buffer), set pipeline_options::pageable = pageable_memory::register_in_place, or "
+        "leave recording off");
+  }
   // A feed's slots are fixed when it first runs: a new chunk size or ring needs a new one.
   if (!res.staging || res.staging->slot_elements != p.chunk_input_elements ||
       res.staging->slots != p.ring_depth) {

@@ -203,6 +203,25 @@ TEST(PipelineStagedFailure, AFailingChunkIsNamedAndEarlierOutputsAreComplete) {
   EXPECT_TRUE(overlap_test::same_bytes<float>(expected, output));
 }
 
+TEST(PipelineStagedRecording, IsRefusedNamingRecordBeforeAnyChunk) {
+  SKIP_WITHOUT_GPU();
+  std::vector<float> input(1 << 20, 1.0F);
+  std::vector<float> output(input.size());
+  pipeline_options o = staged(1 * MiB, 2);
+  o.record = overlap::cuda::recording::on;
+  Pipeline<float> pipeline(o);
+  bool stage_called = false;
+  try {
+    (void)pipeline.run(
+        input, output,
+        [&](std::span<const float>, std::span<float>, stream_view, std::size_t) { stage_called = true; });
+    ADD_FAILURE() << "recorded a staged run";
+  } catch (const overlap::invalid_input& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("record:", 0), 0U) << e.what();
+  }
+  EXPECT_FALSE(stage_called);
+}
+
 TEST(PipelineStagedCapture, IsRefusedNamingPageable) {
   SKIP_WITHOUT_GPU();
   std::vector<float> input(1 << 20, 1.0F);

@@ -40,7 +40,7 @@ enum class pageable_memory {
   /// Copy it through a ring of pinned slots: host threads copy chunk k + 1
   /// into its slot while chunk k's copies and stage run, and copy results
   /// out of their slots likewise (a Feed over the chunks; Pipeline::capture
-  /// refuses it). Runs at the host's copy rate, not the link's.
+  /// and recording::on refuse it). Runs at the host's copy rate, not the link's.
   stage,
   /// stage or register_in_place, whichever the device model prices lower
   /// for one run (registering and unregistering per GiB against copying
