@@ -1,14 +1,23 @@
-// A Feed's run: the producer and the issue on the calling thread, the
-// consumer on a thread of its own, and the slots between them.
+// A Feed's run: the producer on the calling thread, the issue of copies and
+// stages on the same thread or (feed_issuing_thread::dedicated) a thread of
+// its own, the consumer on another, and the slots between them.
 //
 // Item k uses slot k mod N. The calling thread waits (asleep, on a
 // blocking-sync event) for item k - N's upload before producing item k into
-// the slot's pinned input, issues its upload and stage, then waits (on a
-// condition variable) for the consumer to be done with item k - N before
-// issuing the download into the slot's pinned output. The consumer thread
-// takes items in order, sleeps on each one's "ready" event, and calls the
-// consumer. So the producer is never more than N items ahead, nothing
-// spins, and the producer of item k + N - 1 overlaps the consumer of k - 1.
+// the slot's pinned input. The issuing thread (the same one, or the
+// dedicated one once the item is handed over) issues the upload and the
+// stage, waits (on a condition variable) for the consumer to be done with
+// item k - N, and issues the download into the slot's pinned output. The
+// consumer thread takes items in order, sleeps on each one's "ready" event,
+// and calls the consumer. So the producer is never more than N items ahead,
+// nothing spins, and the producer of item k + N - 1 overlaps the consumer of
+// k - 1. A dedicated issuer keeps the host cost of issuing (tens of
+// microseconds an item) off the producer, so a producer slower than the GPU
+// sets the pace alone; it costs one more thread hand-off per item.
+//
+// Each slot's stream runs on its own: chaining every upload to the one
+// before it (and every download) was measured on an H100 and was no faster
+// (bench/RESULTS.md, issue 12 part 2), so the feed adds no waits across slots.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,6 +25,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -23,6 +33,7 @@
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/event.hpp"
 #include "overlap/cuda/feed.hpp"
+#include "overlap/cuda/graph.hpp"
 #include "overlap/cuda/memory.hpp"
 #include "overlap/cuda/nvtx.hpp"
 
@@ -47,6 +58,15 @@ cudaError_t wait_for(const event& e) {
 
 }  // namespace
 
+/// One slot's graphs (feed_issue::graph_per_slot), for the item sizes they
+/// were captured for. A run captures its own: its stage may differ.
+struct slot_graphs {
+  graph_exec upload;  // H2D, "uploaded", the stage
+  std::optional<std::size_t> upload_elements;
+  graph_exec download;  // D2H, "ready"
+  std::optional<std::size_t> download_elements;
+};
+
 /// One slot: pinned input and output, device buffers, its stream and events.
 /// The stream is declared before the device buffers, which are freed on it.
 struct feed_slot {
@@ -64,6 +84,7 @@ struct feed_slot {
   device_buffer<std::byte> device_out;
   event uploaded{event_timing::disabled, event_wait::block};  // the host may refill host_in
   event ready{event_timing::disabled, event_wait::block};     // host_out holds the item
+  slot_graphs graphs;
 };
 
 struct feed_resources {
@@ -72,14 +93,14 @@ struct feed_resources {
 
 namespace {
 
-/// An item between the calling thread and the consumer thread.
+/// An item between the threads.
 struct item_record {
   std::size_t in_elements = 0;
   std::size_t out_elements = 0;
   clock_type::time_point produced;
 };
 
-/// What the two threads share, under `mutex`.
+/// What the threads share, under `mutex`.
 class feed_run {
  public:
   feed_run(const feed_layout& layout, const feed_options& options, feed_resources& res,
@@ -93,15 +114,51 @@ class feed_run {
         consumer_(consumer),
         stop_(stop),
         n_(static_cast<unsigned>(res.slots.size())),
-        ring_(n_) {}
+        graphs_(options.issue == feed_issue::graph_per_slot),
+        dedicated_issuer_(options.issuing_thread == feed_issuing_thread::dedicated),
+        ring_(n_),
+        issues_(n_) {}
 
   feed_report run();
 
  private:
   void produce();
+  /// Issues item k (upload, stage, then its download once the consumer
+  /// released the slot's output); false when the run is over.
+  bool issue_item(std::size_t k, const item_record& item);
+  /// The dedicated issuing thread: items in order as they are produced.
+  void issue();
   void consume();
+  void enqueue_upload(std::size_t k, const item_record& item, bool external);
+  void enqueue_download(std::size_t k, const item_record& item, bool external);
+  void call_stage(std::size_t k, const item_record& item);
+  template <typename Enqueue>
+  graph_exec capture(std::size_t k, const char* what, Enqueue&& enqueue);
+  /// Issue item k's upload and stage, or its download, directly or as a
+  /// slot's graph; false when it failed (recorded).
+  bool issue_upload_and_stage(std::size_t k, const item_record& item);
+  bool issue_download(std::size_t k, const item_record& item);
   /// Keeps the failure of the earliest item; `abort` also stops the consumer.
   void fail(std::size_t item, feed_part part, std::exception_ptr error, bool abort);
+  /// Runs one thread's part. Bookkeeping that fails there (out of memory)
+  /// stops the run cleanly all the same: fail() names the first item not
+  /// yet consumed.
+  template <typename Part>
+  void guarded(feed_part part, Part&& body) {
+    try {
+      body();
+    } catch (...) {
+      fail(0, part, std::current_exception(), true);
+    }
+  }
+  /// Sets a thread's "no more items" flag and wakes the others.
+  void mark_done(bool& flag) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      flag = true;
+    }
+    changed_.notify_all();
+  }
   [[noreturn]] void rethrow_failure();
 
   const feed_layout& layout_;
@@ -112,23 +169,30 @@ class feed_run {
   const erased_consumer& consumer_;
   const std::atomic<bool>& stop_;
   const unsigned n_;
+  const bool graphs_;            // feed_issue::graph_per_slot
+  const bool dedicated_issuer_;  // feed_issuing_thread::dedicated
 
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::vector<item_record> ring_;  // item k at k mod n_, published when issued_ > k
-  std::size_t issued_ = 0;         // items whose download is issued
-  std::size_t consumed_ = 0;       // items the consumer has returned from
-  bool producing_done_ = false;    // no item after issued_ will come
-  bool aborted_ = false;           // the consumer or the device failed: stop everything
-  std::exception_ptr error_;
+  std::vector<item_record> ring_;    // item k at k mod n_, published when produced_ > k
+  std::vector<item_record> issues_;  // item k at k mod n_, published when issued_ > k
+  std::size_t produced_ = 0;         // items the producer has filled
+  std::size_t uploading_ = 0;        // items whose upload is issued
+  std::size_t issued_ = 0;           // items whose download is issued
+  std::size_t consumed_ = 0;         // items the consumer has returned from
+  bool producing_done_ = false;      // no item after produced_ will come
+  bool issuing_done_ = false;        // no item after issued_ will come
+  bool aborted_ = false;             // the consumer or the device failed: stop everything
+  std::exception_ptr error_;         // set: the producer stops
   std::size_t failed_item_ = 0;
   feed_part failed_part_ = feed_part::producer;
   bool stopped_ = false;
 
-  // Written by one thread each, read after both are done.
+  // Written by one thread each, read after all are done.
   std::vector<double> producer_ms_;
   std::vector<FeedItem> described_;
   double issue_ms_ = 0.0;
+  std::size_t graph_captures_ = 0;
   std::size_t most_ahead_ = 0;
   std::vector<double> latency_ms_;
   std::vector<double> consumer_ms_;
@@ -154,19 +218,25 @@ void feed_run::fail(std::size_t item, feed_part part, std::exception_ptr error, 
 }
 
 void feed_run::produce() {
-  const std::size_t in_bytes = layout_.input_element_bytes;
-  const std::size_t out_bytes = layout_.output_element_bytes;
   for (std::size_t k = 0;; ++k) {
     if (stop_.load(std::memory_order_relaxed)) {
       stopped_ = true;
       return;
     }
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      if (aborted_) return;
-    }
     feed_slot& slot = *res_.slots[k % n_];
-    // The slot's input is free once item k - n's upload is done.
+    // The slot's input is free once item k - n's upload is done; and no
+    // more than n items may wait for the consumer (backpressure). A stop()
+    // made while this thread waited ends the run here, before item k.
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [&] { return error_ || k < n_ || (uploading_ > k - n_ && consumed_ + n_ >= k); });
+      if (error_) return;
+      if (stop_.load(std::memory_order_relaxed)) {
+        stopped_ = true;
+        return;
+      }
+      most_ahead_ = std::max(most_ahead_, k - consumed_);
+    }
     if (k >= n_) {
       const cudaError_t status = wait_for(slot.uploaded);
       if (status != cudaSuccess) {
@@ -175,10 +245,6 @@ void feed_run::produce() {
              true);
         return;
       }
-    }
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      most_ahead_ = std::max(most_ahead_, k - consumed_);
     }
     const auto started = clock_type::now();
     std::optional<std::size_t> produced;
@@ -194,51 +260,168 @@ void feed_run::produce() {
     if (!produced) return;
     producer_ms_.push_back(ms_between(started, done));
     const std::size_t n = *produced;
-    const std::size_t m = n / layout_.ratio.in * layout_.ratio.out;
-    const cudaStream_t s = slot.s.get();
-    try {
-      check(cudaMemcpyAsync(slot.device_in.data(), slot.host_in.data(), n * in_bytes, cudaMemcpyHostToDevice,
-                            s),
-            "cudaMemcpyAsync", fmt::format("H2D of item {}", k));
-      slot.uploaded.record(slot.s.view());
-    } catch (...) {
-      fail(k, feed_part::device, std::current_exception(), true);
-      return;
-    }
-    try {
-      stage_(slot.device_in.data(), n, slot.device_out.data(), m, slot.s.view(), k);
-      check(cudaGetLastError(), "kernel launch in the stage", fmt::format("item {}", k));
-    } catch (...) {
-      fail(k, feed_part::stage, std::current_exception(), false);
-      return;
-    }
-    issue_ms_ += ms_between(done, clock_type::now());
-    // The slot's output is free once the consumer is done with item k - n.
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      changed_.wait(lock, [&] { return aborted_ || consumed_ + n_ > k; });
-      if (aborted_) return;
-    }
-    const auto issuing = clock_type::now();
-    try {
-      if (m > 0) {
-        check(cudaMemcpyAsync(slot.host_out.data(), slot.device_out.data(), m * out_bytes,
-                              cudaMemcpyDeviceToHost, s),
-              "cudaMemcpyAsync", fmt::format("D2H of item {}", k));
-      }
-      slot.ready.record(slot.s.view());
-    } catch (...) {
-      fail(k, feed_part::device, std::current_exception(), true);
-      return;
-    }
-    issue_ms_ += ms_between(issuing, clock_type::now());
-    if (k < max_described_items) described_.push_back({n * in_bytes, m * out_bytes});
+    const item_record item{n, n / layout_.ratio.in * layout_.ratio.out, done};
     {
       const std::lock_guard<std::mutex> lock(mutex_);
-      ring_[k % n_] = {n, m, done};
-      issued_ = k + 1;
+      ring_[k % n_] = item;
+      produced_ = k + 1;
     }
-    changed_.notify_all();
+    if (dedicated_issuer_) {
+      changed_.notify_all();
+    } else if (!issue_item(k, item)) {
+      return;
+    }
+  }
+}
+
+// Item k's upload on its slot's stream, then "uploaded". `external`: inside
+// a capture, where the record becomes a graph node that records the event
+// at every replay (the host waits on it).
+void feed_run::enqueue_upload(std::size_t k, const item_record& item, bool external) {
+  feed_slot& slot = *res_.slots[k % n_];
+  check(cudaMemcpyAsync(slot.device_in.data(), slot.host_in.data(),
+                        item.in_elements * layout_.input_element_bytes, cudaMemcpyHostToDevice, slot.s.get()),
+        "cudaMemcpyAsync", fmt::format("H2D of item {}", k));
+  check(cudaEventRecordWithFlags(slot.uploaded.get(), slot.s.get(), external ? cudaEventRecordExternal : 0),
+        "cudaEventRecordWithFlags", fmt::format("after the H2D of item {}", k));
+}
+
+// Item k's download, then "ready".
+void feed_run::enqueue_download(std::size_t k, const item_record& item, bool external) {
+  feed_slot& slot = *res_.slots[k % n_];
+  if (item.out_elements > 0) {
+    check(cudaMemcpyAsync(slot.host_out.data(), slot.device_out.data(),
+                          item.out_elements * layout_.output_element_bytes, cudaMemcpyDeviceToHost,
+                          slot.s.get()),
+          "cudaMemcpyAsync", fmt::format("D2H of item {}", k));
+  }
+  check(cudaEventRecordWithFlags(slot.ready.get(), slot.s.get(), external ? cudaEventRecordExternal : 0),
+        "cudaEventRecordWithFlags", fmt::format("after the D2H of item {}", k));
+}
+
+void feed_run::call_stage(std::size_t k, const item_record& item) {
+  feed_slot& slot = *res_.slots[k % n_];
+  stage_(slot.device_in.data(), item.in_elements, slot.device_out.data(), item.out_elements, slot.s.view(),
+         k);
+  check(cudaGetLastError(), "kernel launch in the stage", fmt::format("item {}", k));
+}
+
+// Runs `enqueue` inside a capture of the slot's stream and returns the
+// graph. A CUDA call that fails while capturing (the stage synchronized, or
+// the capture was invalidated) is explained; what the stage itself throws
+// goes through as it is.
+template <typename Enqueue>
+graph_exec feed_run::capture(std::size_t k, const char* what, Enqueue&& enqueue) {
+  feed_slot& slot = *res_.slots[k % n_];
+  try {
+    stream_capture capturing(slot.s.view());
+    enqueue();
+    graph_exec g = capturing.end();
+    ++graph_captures_;
+    return g;
+  } catch (const cuda_error&) {
+    std::throw_with_nested(overlap::error(fmt::format(
+        "feed_issue::graph_per_slot: item {}'s {} could not be captured into a CUDA graph (a stage that "
+        "synchronizes, allocates or uses another stream without joining it back cannot be replayed; "
+        "use feed_issue::direct)",
+        k, what)));
+  }
+}
+
+bool feed_run::issue_upload_and_stage(std::size_t k, const item_record& item) {
+  feed_part part = feed_part::device;
+  try {
+    if (graphs_) {
+      slot_graphs& g = res_.slots[k % n_]->graphs;
+      if (g.upload_elements != item.in_elements) {
+        part = feed_part::stage;  // capturing: the stage's calls decide whether it works
+        g.upload = capture(k, "upload and stage", [&] {
+          enqueue_upload(k, item, true);
+          call_stage(k, item);
+        });
+        g.upload_elements = item.in_elements;
+        part = feed_part::device;
+      }
+      check(cudaGraphLaunch(g.upload.get(), res_.slots[k % n_]->s.get()), "cudaGraphLaunch",
+            fmt::format("upload and stage of item {}", k));
+    } else {
+      enqueue_upload(k, item, false);
+    }
+  } catch (...) {
+    fail(k, part, std::current_exception(), part == feed_part::device);
+    return false;
+  }
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    uploading_ = k + 1;
+  }
+  changed_.notify_all();
+  if (graphs_) return true;
+  try {
+    call_stage(k, item);
+  } catch (...) {
+    fail(k, feed_part::stage, std::current_exception(), false);
+    return false;
+  }
+  return true;
+}
+
+bool feed_run::issue_download(std::size_t k, const item_record& item) {
+  try {
+    if (graphs_) {
+      slot_graphs& g = res_.slots[k % n_]->graphs;
+      if (g.download_elements != item.out_elements) {
+        g.download = capture(k, "download", [&] { enqueue_download(k, item, true); });
+        g.download_elements = item.out_elements;
+      }
+      check(cudaGraphLaunch(g.download.get(), res_.slots[k % n_]->s.get()), "cudaGraphLaunch",
+            fmt::format("download of item {}", k));
+    } else {
+      enqueue_download(k, item, false);
+    }
+  } catch (...) {
+    fail(k, feed_part::device, std::current_exception(), true);
+    return false;
+  }
+  return true;
+}
+
+bool feed_run::issue_item(std::size_t k, const item_record& item) {
+  const auto started = clock_type::now();
+  if (!issue_upload_and_stage(k, item)) return false;
+  issue_ms_ += ms_between(started, clock_type::now());
+  // The slot's output is free once the consumer is done with item k - n.
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return aborted_ || consumed_ + n_ > k; });
+    if (aborted_) return false;
+  }
+  const auto issuing = clock_type::now();
+  if (!issue_download(k, item)) return false;
+  issue_ms_ += ms_between(issuing, clock_type::now());
+  if (k < max_described_items) {
+    described_.push_back(
+        {item.in_elements * layout_.input_element_bytes, item.out_elements * layout_.output_element_bytes});
+  }
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    issues_[k % n_] = item;
+    issued_ = k + 1;
+  }
+  changed_.notify_all();
+  return true;
+}
+
+void feed_run::issue() {
+  for (std::size_t k = 0;; ++k) {
+    item_record item;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [&] { return aborted_ || produced_ > k || producing_done_; });
+      if (aborted_ || produced_ <= k) return;
+      item = ring_[k % n_];
+    }
+    if (!issue_item(k, item)) return;
   }
 }
 
@@ -247,9 +430,9 @@ void feed_run::consume() {
     item_record item;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      changed_.wait(lock, [&] { return aborted_ || issued_ > j || producing_done_; });
+      changed_.wait(lock, [&] { return aborted_ || issued_ > j || issuing_done_; });
       if (aborted_ || issued_ <= j) return;
-      item = ring_[j % n_];
+      item = issues_[j % n_];
     }
     feed_slot& slot = *res_.slots[j % n_];
     const cudaError_t status = wait_for(slot.ready);
@@ -302,21 +485,29 @@ double median_of(std::vector<double> v) {
 }
 
 feed_report feed_run::run() {
+  // Graphs hold the previous run's stage: this run captures its own.
+  for (const auto& slot : res_.slots) slot->graphs = slot_graphs{};
   const auto started = clock_type::now();
   last_consumed_ = started;
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice", "starting a feed");
   {
-    std::jthread consumer_thread([this] { consume(); });
-    try {
-      produce();
-    } catch (...) {  // bookkeeping that failed (out of memory): stop cleanly all the same
-      fail(issued_, feed_part::producer, std::current_exception(), true);
+    std::jthread consumer_thread([this] { guarded(feed_part::consumer, [this] { consume(); }); });
+    std::optional<std::jthread> issuer_thread;
+    if (dedicated_issuer_) {
+      issuer_thread.emplace([this, device] {
+        guarded(feed_part::device, [this, device] {
+          // The current device is per thread: the stage runs on the caller's.
+          check(cudaSetDevice(device), "cudaSetDevice", "the feed's issuing thread");
+          issue();
+        });
+        mark_done(issuing_done_);
+      });
     }
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      producing_done_ = true;
-    }
-    changed_.notify_all();
-  }  // joins the consumer: every issued item is consumed, unless aborted
+    guarded(feed_part::producer, [this] { produce(); });
+    mark_done(producing_done_);
+    if (!dedicated_issuer_) mark_done(issuing_done_);
+  }  // joins the issuer, then the consumer: every issued item is consumed, unless aborted
   // Nothing may still be writing into the slots when run() returns or throws.
   cudaError_t drained = cudaSuccess;
   for (const auto& slot : res_.slots) {
@@ -345,6 +536,7 @@ feed_report feed_run::run() {
   r.producer_ms = median_of(producer_ms_);
   r.consumer_ms = median_of(consumer_ms_);
   r.host_issue_ms = issue_ms_;
+  r.graph_captures = graph_captures_;
   r.slots = n_;
   r.slot_elements = layout_.slot_elements;
   r.most_ahead = most_ahead_;

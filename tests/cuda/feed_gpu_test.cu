@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "axpb.hpp"
@@ -28,6 +29,8 @@ namespace {
 
 using overlap::cuda::Feed;
 using overlap::cuda::feed_error;
+using overlap::cuda::feed_issue;
+using overlap::cuda::feed_issuing_thread;
 using overlap::cuda::feed_options;
 using overlap::cuda::feed_part;
 using overlap::cuda::stream_view;
@@ -89,13 +92,19 @@ struct checking_consumer {
   }
 };
 
-class FeedIntegrity : public ::testing::TestWithParam<unsigned> {};
+// Slots, how the items are issued, and from which thread.
+class FeedIntegrity : public ::testing::TestWithParam<std::tuple<unsigned, feed_issue, feed_issuing_thread>> {
+};
 
 TEST_P(FeedIntegrity, EveryItemArrivesOnceInOrderAndExact) {
   SKIP_WITHOUT_GPU();
   constexpr std::size_t slot = 10'007;  // prime: items of every remainder
   constexpr std::size_t items = 300;
-  Feed<float> feed(with(slot, GetParam()));
+  const auto [slots, issue, thread] = GetParam();
+  feed_options options = with(slot, slots);
+  options.issue = issue;
+  options.issuing_thread = thread;
+  Feed<float> feed(options);
   for (int run = 0; run < 2; ++run) {  // the slots are kept between runs
     checking_consumer check{slot};
     const auto report = feed.run(producer_of(items, slot), axpb_stage,
@@ -109,9 +118,15 @@ TEST_P(FeedIntegrity, EveryItemArrivesOnceInOrderAndExact) {
     for (std::size_t k = 0; k < items; ++k) bytes += item_size(k, slot) * sizeof(float);
     EXPECT_EQ(report.input_bytes, bytes);
     EXPECT_EQ(report.output_bytes, bytes);
-    EXPECT_EQ(report.slots, GetParam());
+    EXPECT_EQ(report.slots, slots);
     EXPECT_FALSE(report.stopped);
-    EXPECT_LE(report.most_ahead, GetParam());
+    EXPECT_LE(report.most_ahead, slots);
+    if (issue == feed_issue::direct) {
+      EXPECT_EQ(report.graph_captures, 0U);
+    } else {
+      // Random sizes: a capture for nearly every item's upload and download.
+      EXPECT_GE(report.graph_captures, items);
+    }
     EXPECT_GT(report.items_per_second, 0.0);
     EXPECT_GT(report.latency.median_ms, 0.0);
     EXPECT_LE(report.latency.median_ms, report.latency.p95_ms);
@@ -119,10 +134,92 @@ TEST_P(FeedIntegrity, EveryItemArrivesOnceInOrderAndExact) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Slots, FeedIntegrity, ::testing::Values(1U, 2U, 3U, 4U, 7U),
-                         [](const ::testing::TestParamInfo<unsigned>& info) {
-                           return std::to_string(info.param) + "_slots";
+INSTANTIATE_TEST_SUITE_P(Slots, FeedIntegrity,
+                         ::testing::Combine(::testing::Values(1U, 2U, 3U, 4U, 7U),
+                                            ::testing::Values(feed_issue::direct, feed_issue::graph_per_slot),
+                                            ::testing::Values(feed_issuing_thread::producer,
+                                                              feed_issuing_thread::dedicated)),
+                         [](const auto& info) {
+                           return std::to_string(std::get<0>(info.param)) + "_slots_" +
+                                  (std::get<1>(info.param) == feed_issue::direct ? "direct" : "graphs") +
+                                  (std::get<2>(info.param) == feed_issuing_thread::producer ? "_on_producer"
+                                                                                            : "_dedicated");
                          });
+
+TEST(FeedGraphs, EachSlotCapturesOncePerItemSizeAndReplaysTheRest) {
+  SKIP_WITHOUT_GPU();
+  constexpr std::size_t slot = 4099;
+  constexpr std::size_t items = 60;
+  feed_options options = with(slot, 3U);
+  options.issue = feed_issue::graph_per_slot;
+  Feed<float> feed(options);
+  std::size_t stage_calls = 0;
+  const auto stage = [&](std::span<const float> in, std::span<float> out, stream_view s, std::size_t) {
+    ++stage_calls;
+    overlap_test::launch_axpb(in, out, s);
+  };
+  // Every item full, but items 30.. one element shorter: a second size.
+  const auto sized = [](std::size_t k) { return k < 30 ? slot : slot - 1; };
+  for (int run = 0; run < 2; ++run) {  // each run captures its own stage
+    stage_calls = 0;
+    std::size_t bad = 0;
+    std::size_t next = 0;
+    const auto report = feed.run(
+        [&](std::span<float> s, std::size_t k) -> std::optional<std::size_t> {
+          if (k == items) return std::nullopt;
+          for (std::size_t i = 0; i < sized(k); ++i) s[i] = item_value(k, i);
+          return sized(k);
+        },
+        stage,
+        [&](std::span<const float> out, std::size_t k) {
+          EXPECT_EQ(k, next++);
+          EXPECT_EQ(out.size(), sized(k));
+          for (std::size_t i = 0; i < out.size(); ++i) bad += out[i] != 2.0F * item_value(k, i) + 1.0F;
+        });
+    EXPECT_EQ(report.items, items);
+    EXPECT_EQ(bad, 0U);
+    EXPECT_EQ(stage_calls, 2U * 3U) << "one capture per slot and size";
+    EXPECT_EQ(report.graph_captures, 2U * 2U * 3U) << "upload and download, per slot and size";
+  }
+}
+
+TEST(FeedGraphs, AStageThatCannotBeCapturedIsAStageErrorThatSaysWhy) {
+  SKIP_WITHOUT_GPU();
+  feed_options options = with(1000, 2U);
+  options.issue = feed_issue::graph_per_slot;
+  Feed<float> feed(options);
+  std::size_t consumed = 0;
+  try {
+    (void)feed.run(
+        producer_of(10, 1000),
+        [](std::span<const float> in, std::span<float> out, stream_view s, std::size_t) {
+          overlap_test::launch_axpb(in, out, s);
+          (void)cudaStreamSynchronize(s.get());  // not capturable: invalidates the capture
+        },
+        [&](std::span<const float>, std::size_t) { ++consumed; });
+    ADD_FAILURE() << "no feed_error";
+  } catch (const feed_error& e) {
+    EXPECT_EQ(e.item(), 0U);
+    EXPECT_EQ(e.part(), feed_part::stage);
+    try {
+      std::rethrow_if_nested(e);
+      ADD_FAILURE() << "nothing nested";
+    } catch (const overlap::error& inner) {
+      EXPECT_NE(
+          std::string(inner.what()).find("graph_per_slot: item 0's upload and stage could not be captured"),
+          std::string::npos)
+          << inner.what();
+    }
+  }
+  EXPECT_EQ(consumed, 0U);
+  // The feed is usable afterwards, with a stage that can be captured.
+  checking_consumer check{1000};
+  const auto report = feed.run(producer_of(12, 1000), axpb_stage,
+                               [&](std::span<const float> out, std::size_t k) { check(out, k); });
+  EXPECT_EQ(report.items, 12U);
+  EXPECT_EQ(check.bad_elements, 0U);
+  EXPECT_EQ(check.wrong_size, 0U);
+}
 
 TEST(FeedRatio, AFourToOneReductionPerItem) {
   SKIP_WITHOUT_GPU();
@@ -159,10 +256,12 @@ TEST(FeedRatio, AFourToOneReductionPerItem) {
   EXPECT_EQ(report.output_bytes * 4, report.input_bytes);
 }
 
-TEST(FeedBackpressure, TheProducerIsNeverMoreThanSlotsItemsAheadAndReachesIt) {
-  SKIP_WITHOUT_GPU();
+// A slow consumer: the producer fills every slot, and never more.
+void expect_backpressure(feed_issuing_thread thread) {
   constexpr unsigned slots = 3;
-  Feed<float> feed(with(4096, slots));
+  feed_options options = with(4096, slots);
+  options.issuing_thread = thread;
+  Feed<float> feed(options);
   std::atomic<std::size_t> consumed{0};
   std::size_t most_ahead = 0;
   const auto produce = producer_of(40, 4096);
@@ -180,6 +279,14 @@ TEST(FeedBackpressure, TheProducerIsNeverMoreThanSlotsItemsAheadAndReachesIt) {
   EXPECT_LE(most_ahead, slots);
   EXPECT_EQ(most_ahead, slots) << "a slow consumer should let the producer fill every slot";
   EXPECT_EQ(report.most_ahead, slots);
+}
+
+TEST(FeedBackpressure, TheProducerIsNeverMoreThanSlotsItemsAheadAndReachesIt) {
+  SKIP_WITHOUT_GPU();
+  for (const feed_issuing_thread thread : {feed_issuing_thread::producer, feed_issuing_thread::dedicated}) {
+    SCOPED_TRACE(thread == feed_issuing_thread::producer ? "issuing on the producer" : "dedicated issuer");
+    expect_backpressure(thread);
+  }
 }
 
 double process_cpu_ms() {
@@ -205,9 +312,13 @@ TEST(FeedBackpressure, WaitingForASlowConsumerDoesNotSpin) {
 
 // Runs a feed whose `part` throws at item `bad`, checks the error and the
 // items the consumer saw, then a clean run on the same Feed.
-void expect_failure_at(feed_part part, std::size_t bad) {
+void expect_failure_at(feed_part part, std::size_t bad, feed_issue issue = feed_issue::direct,
+                       feed_issuing_thread thread = feed_issuing_thread::producer) {
   constexpr std::size_t slot = 3001;
-  Feed<float> feed(with(slot, 3U));
+  feed_options options = with(slot, 3U);
+  options.issue = issue;
+  options.issuing_thread = thread;
+  Feed<float> feed(options);
   std::vector<std::size_t> seen;
   const auto produce = producer_of(50, slot);
   try {
@@ -255,18 +366,25 @@ TEST(FeedFailure, AProducerThatThrowsStopsTheFeedAfterTheItemsBeforeIt) {
   SKIP_WITHOUT_GPU();
   expect_failure_at(feed_part::producer, 0);
   expect_failure_at(feed_part::producer, 7);
+  expect_failure_at(feed_part::producer, 7, feed_issue::direct, feed_issuing_thread::dedicated);
 }
 
 TEST(FeedFailure, AStageThatThrowsStopsTheFeedAfterTheItemsBeforeIt) {
   SKIP_WITHOUT_GPU();
   expect_failure_at(feed_part::stage, 0);
   expect_failure_at(feed_part::stage, 11);
+  // Captured: the stage runs (and throws) while item 11's graph is captured.
+  expect_failure_at(feed_part::stage, 11, feed_issue::graph_per_slot);
+  expect_failure_at(feed_part::stage, 11, feed_issue::direct, feed_issuing_thread::dedicated);
+  expect_failure_at(feed_part::stage, 11, feed_issue::graph_per_slot, feed_issuing_thread::dedicated);
 }
 
 TEST(FeedFailure, AConsumerThatThrowsStopsTheFeedAtItsItem) {
   SKIP_WITHOUT_GPU();
   expect_failure_at(feed_part::consumer, 0);
   expect_failure_at(feed_part::consumer, 13);
+  expect_failure_at(feed_part::consumer, 13, feed_issue::graph_per_slot);
+  expect_failure_at(feed_part::producer, 7, feed_issue::graph_per_slot);
 }
 
 TEST(FeedFailure, AnItemLargerThanTheSlotIsAProducerError) {
@@ -318,9 +436,10 @@ TEST(FeedFailure, ABadLaunchInTheStageNamesTheStageAndTheCudaError) {
   }
 }
 
-TEST(FeedStop, StopFromTheConsumerDrainsWhatIsInFlight) {
-  SKIP_WITHOUT_GPU();
-  Feed<float> feed(with(2048, 4U));
+void expect_stop_from_the_consumer(feed_issuing_thread thread) {
+  feed_options options = with(2048, 4U);
+  options.issuing_thread = thread;
+  Feed<float> feed(options);
   std::size_t produced = 0;
   checking_consumer check{2048};
   const auto produce = producer_of(1'000'000, 2048);
@@ -345,6 +464,16 @@ TEST(FeedStop, StopFromTheConsumerDrainsWhatIsInFlight) {
   const auto next = feed.run(producer_of(5, 2048), axpb_stage, [](std::span<const float>, std::size_t) {});
   EXPECT_FALSE(next.stopped);
   EXPECT_EQ(next.items, 5U);
+}
+
+TEST(FeedStop, StopFromTheConsumerDrainsWhatIsInFlight) {
+  SKIP_WITHOUT_GPU();
+  // Many times: a producer waiting for a slot when stop() comes must not
+  // produce once more after it.
+  for (int run = 0; run < 20; ++run) {
+    expect_stop_from_the_consumer(feed_issuing_thread::producer);
+    expect_stop_from_the_consumer(feed_issuing_thread::dedicated);
+  }
 }
 
 TEST(FeedStop, StopFromAnotherThreadEndsAnEndlessFeed) {

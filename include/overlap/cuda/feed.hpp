@@ -3,12 +3,15 @@
 // Pipeline moves one big buffer; a Feed serves items that arrive over time
 // (frames, packets, batches). Each slot is a pinned input and output pair
 // with its device buffers and stream. A producer fills the next slot's
-// input on the host, the stage launches the kernel, and a consumer
-// receives each finished output, in item order, on a host thread of its
-// own, so the producer of item k + N - 1 runs while item k is on the GPU and
-// the consumer of item k - 1 runs. When every slot is in flight the
-// producer waits, asleep: the feed never runs more than N items ahead of
-// its consumer. FeedShape (overlap/core/feed_shape.hpp) describes the same
+// input on the host (on the thread that called run()), the stage launches
+// the kernel (on the thread that issues the copies: the producer's, or with
+// feed_issuing_thread::dedicated one of the feed's own, so that issuing
+// does not add to a slow producer), and a consumer receives each finished
+// output, in item order, on a thread of its own, so the
+// producer of item k + N - 1 runs while item k is on the GPU and the
+// consumer of item k - 1 runs. When every slot is in flight the producer
+// waits, asleep: the feed never runs more than N items ahead of its
+// consumer. FeedShape (overlap/core/feed_shape.hpp) describes the same
 // issue as a Program, to simulate, check and draw.
 //
 //   overlap::cuda::feed_options options;
@@ -27,6 +30,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -40,6 +44,32 @@
 
 namespace overlap::cuda {
 
+/// How a Feed issues each item's copies and stage.
+enum class feed_issue : std::uint8_t {
+  /// Runtime calls for every item (about 5 an item); the stage is called
+  /// for every item.
+  direct,
+  /// Each slot's upload and stage, and its download, are captured into two
+  /// CUDA graphs on the slot's first item of a size and replayed with one
+  /// cudaGraphLaunch each for its later items of that size: fewer host
+  /// calls per item, which counts for small items. The stage is called
+  /// only while capturing (once per slot and item size), so it must launch
+  /// the same work for every item of a size: use `in`, `out` and their
+  /// sizes, not the item index.
+  graph_per_slot,
+};
+
+/// Which host thread issues each item's copies and stage.
+enum class feed_issuing_thread : std::uint8_t {
+  /// The producer's thread, right after each item is produced: the fewest
+  /// thread hand-offs, the steadiest when the GPU sets the pace. Issuing
+  /// (tens of microseconds an item) adds to each producer call.
+  producer,
+  /// A thread of the feed's own: the producer only produces, so a producer
+  /// slower than the GPU sets the pace alone. One more hand-off per item.
+  dedicated,
+};
+
 /// How a Feed is laid out. Checked when the Feed is made (no CUDA call).
 struct feed_options {
   /// Input elements one slot holds: the largest item (> 0). Required.
@@ -49,6 +79,10 @@ struct feed_options {
   std::optional<unsigned> slots;
   /// Output elements per input elements, for every item.
   output_ratio ratio;
+  /// Runtime calls per item, or graphs replayed per slot.
+  feed_issue issue = feed_issue::direct;
+  /// The producer's thread issues, or a thread of the feed's own.
+  feed_issuing_thread issuing_thread = feed_issuing_thread::producer;
 };
 
 /// Milliseconds from an item's production (the producer's return) to its
@@ -72,6 +106,8 @@ struct feed_report {
   double producer_ms = 0.0;    ///< median host time of one producer call
   double consumer_ms = 0.0;    ///< median host time of one consumer call
   double host_issue_ms = 0.0;  ///< host time spent issuing copies, stages and events, in all
+  /// CUDA graphs captured (feed_issue::graph_per_slot): two per slot and item size.
+  std::size_t graph_captures = 0;
   unsigned slots = 0;
   std::size_t slot_elements = 0;
   /// The most items produced and not yet consumed at once (<= slots).
@@ -165,10 +201,13 @@ class Feed {
   /// `item` and returns the elements filled (> 0), or std::nullopt when
   /// there are no more items.
   using producer_function = std::function<std::optional<std::size_t>(std::span<In> slot, std::size_t item)>;
-  /// Launches the kernel for one item on `stream`: `in` and `out` are device memory.
+  /// Launches the kernel for one item on `stream`: `in` and `out` are device
+  /// memory. Called on the thread that issues (options().issuing_thread),
+  /// with the caller's device current.
   using stage_function =
       std::function<void(std::span<const In> in, std::span<Out> out, stream_view stream, std::size_t item)>;
-  /// Receives item `item`'s output (pinned host memory, valid during the call).
+  /// Receives item `item`'s output (pinned host memory, valid during the
+  /// call), on the feed's consuming thread.
   using consumer_function = std::function<void(std::span<const Out> result, std::size_t item)>;
 
   /// Throws invalid_input naming the field (slot_elements, slots, ratio); no CUDA call.
