@@ -80,27 +80,40 @@ class frames_bench {
     std::vector<row_spec> rows;
     rows.push_back(copy_rate_row());
     rows.push_back(ping_pong_row());
-    rows.push_back(feed_row(variant_kind::feed_default, "Feed (default slots)", std::nullopt, 0.0));
-    for (const unsigned slots : f_.slot_counts)
-      rows.push_back(feed_row(variant_kind::feed, fmt::format("Feed {} slots", slots), slots, 0.0));
+    rows.push_back(feed_row(variant_kind::feed_default, "Feed (default slots)", defaults(), 0.0));
+    for (const unsigned slots : f_.slot_counts) {
+      cuda::feed_options options = defaults();
+      options.slots = slots;
+      rows.push_back(feed_row(variant_kind::feed, fmt::format("Feed {} slots", slots), options, 0.0));
+    }
+    cuda::feed_options graphs = defaults();
+    graphs.issue = cuda::feed_issue::graph_per_slot;
+    rows.push_back(feed_row(variant_kind::feed_graphs, "Feed (default slots), graph per slot", graphs, 0.0));
+    cuda::feed_options dedicated = defaults();
+    dedicated.issuing_thread = cuda::feed_issuing_thread::dedicated;
+    rows.push_back(
+        feed_row(variant_kind::feed_dedicated, "Feed (default slots), dedicated issuer", dedicated, 0.0));
     for (const double us : f_.producer_us) {
       rows.push_back(feed_row(variant_kind::feed_paced, fmt::format("Feed, producer {:g} us per frame", us),
-                              std::nullopt, us));
+                              defaults(), us));
+      rows.push_back(feed_row(variant_kind::feed_paced,
+                              fmt::format("Feed, producer {:g} us, dedicated issuer", us), dedicated, us));
     }
     std::vector<variant_result> timed = time_rows(clock_, config_.warmup, config_.reps, rows);
     feed_result r;
     r.frames = f_.frames;
     r.frame_bytes = bytes_;
     r.frame_copies = std::move(timed[0]);
-    const std::size_t feeds = 2 + f_.slot_counts.size();
+    const std::size_t feeds = 4 + f_.slot_counts.size();
     for (std::size_t i = 1; i <= feeds; ++i) r.variants.push_back(std::move(timed[i]));
     const double gpu_bound_ms = r.variants[1].device_ms.median;  // the default Feed, idle producer
-    for (std::size_t p = 0; p < f_.producer_us.size(); ++p) {
+    for (std::size_t p = 0; p < 2 * f_.producer_us.size(); ++p) {
       paced_result paced;
-      paced.producer_us = f_.producer_us[p];
+      paced.producer_us = f_.producer_us[p / 2];
       paced.floor_ms = std::max(paced.producer_us * static_cast<double>(f_.frames) / 1e3, gpu_bound_ms);
       paced.row = std::move(timed[1 + feeds + p]);
       paced.row.verified = true;
+      paced.issuing_thread = p % 2 == 0 ? "producer" : "dedicated";
       r.paced.push_back(std::move(paced));
     }
     for (variant_result& v : r.variants)
@@ -184,12 +197,16 @@ class frames_bench {
   // A Feed, checked once (a distinct frame written into every slot, every
   // element of every result checked), then timed with an idle consumer and
   // a producer that does nothing, or spins for `producer_us`.
-  row_spec feed_row(variant_kind kind, const std::string& name, std::optional<unsigned> slots,
-                    double producer_us) {
-    announce_(name);
+  // A Feed of one frame per slot, everything else as the user gets it.
+  [[nodiscard]] cuda::feed_options defaults() const {
     cuda::feed_options options;
     options.slot_elements = n_;
-    options.slots = slots;
+    return options;
+  }
+
+  row_spec feed_row(variant_kind kind, const std::string& name, const cuda::feed_options& options,
+                    double producer_us) {
+    announce_(name);
     frame_feed& feed = *feeds_.emplace_back(std::make_unique<frame_feed>(options));
     const std::size_t frames = f_.frames;
     std::size_t wrong = 0;

@@ -29,6 +29,8 @@ std::string_view to_string(variant_kind kind) noexcept {
     case variant_kind::feed_default: return "feed_default";
     case variant_kind::feed: return "feed";
     case variant_kind::feed_paced: return "feed_paced";
+    case variant_kind::feed_graphs: return "feed_graphs";
+    case variant_kind::feed_dedicated: return "feed_dedicated";
     case variant_kind::pageable_naive: return "pageable_naive";
     case variant_kind::pageable_registered: return "pageable_registered";
     case variant_kind::pageable_staged: return "pageable_staged";

@@ -23,8 +23,12 @@ TEST(BenchStreams, FramesTableAndSummary) {
             std::string::npos)
       << text;
   EXPECT_NE(
-      text.find("producer 500 us per frame: 5.500 ms against max(5.000 ms of producing, the GPU-bound 1.040 "
-                "ms) = 1.100x"),
+      text.find("host time issuing a frame: 12.0 us with runtime calls, 4.5 us replaying a graph per slot"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("producer 500 us per frame, issuing on the producer thread: 5.500 ms against max(5.000 ms of "
+                "producing, the GPU-bound 1.040 ms) = 1.100x"),
       std::string::npos)
       << text;
 }
@@ -52,9 +56,13 @@ TEST(BenchStreams, Json) {
   const auto frames = frames_json(bench_fixtures::frames_result());
   EXPECT_EQ(frames["frames"], 10);
   EXPECT_DOUBLE_EQ(frames["floor_ms"].get<double>(), 1.0);
-  EXPECT_EQ(frames["variants"].size(), 3U);
+  EXPECT_EQ(frames["variants"].size(), 4U);
+  EXPECT_EQ(frames["variants"][3]["kind"], "feed_graphs");
+  EXPECT_EQ(frames["variants"][3]["host_issue_per_item_us_median"], 4.5);
   EXPECT_EQ(frames["variants"][1]["kind"], "feed_default");
   EXPECT_EQ(frames["paced"][1]["producer_us"], 500.0);
+  EXPECT_EQ(frames["paced"][1]["issuing_thread"], "producer");
+  EXPECT_EQ(frames["paced"][2]["issuing_thread"], "dedicated");
   const auto pageable = pageable_json(bench_fixtures::pageable_result());
   EXPECT_DOUBLE_EQ(pageable["floor_ms"].get<double>(), 20.0);
   EXPECT_EQ(pageable["host_copy"].size(), 3U);

@@ -144,7 +144,7 @@ TEST(BenchVerdicts, FramesAreJudgedAgainstTheCopyRateThePingPongAndTheProducer) 
   bench::bench_result r = result_of(transfer_workload(), compute_workload());
   r.feed = bench_fixtures::frames_result();
   const Judgement j = judge(r, false);
-  EXPECT_EQ(j.verdicts.size(), 9U + 4U);
+  EXPECT_EQ(j.verdicts.size(), 9U + 5U);
   const Verdict& share = named(j, "frames_feed_vs_copy_rate");
   EXPECT_NEAR(share.value, 1.0 / 1.04, 1e-12);
   EXPECT_TRUE(share.pass);
@@ -156,6 +156,8 @@ TEST(BenchVerdicts, FramesAreJudgedAgainstTheCopyRateThePingPongAndTheProducer) 
   EXPECT_NEAR(named(j, "frames_paced_500us").value, 1.1, 1e-12);
   EXPECT_FALSE(named(j, "frames_paced_500us").pass);
   EXPECT_TRUE(named(j, "frames_paced_500us").caveat.empty());
+  EXPECT_NEAR(named(j, "frames_paced_500us_dedicated").value, 1.04, 1e-12);
+  EXPECT_TRUE(named(j, "frames_paced_500us_dedicated").pass);
 
   r.feed->variants[1].device_ms =
       bench::summarize({1.2, 1.2, 1.2});  // 0.833x the copy rate, slower than ping-pong

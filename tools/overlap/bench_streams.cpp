@@ -77,12 +77,21 @@ std::string frames_text(const bench::feed_result& f) {
       bench::format_bytes(f.frame_bytes), gbps(moved, floor_time), feed.streams,
       gbps(moved, feed.device_ms.median), ratio(floor_time, feed.device_ms.median),
       static_cast<double>(f.frames) / (feed.device_ms.median / 1e3), ratio(floor_time, ping_pong));
+  const auto graphs = std::find_if(f.variants.begin(), f.variants.end(), [](const variant_result& v) {
+    return v.kind == variant_kind::feed_graphs;
+  });
+  if (graphs != f.variants.end() && graphs->host_issue_per_chunk_us && feed.host_issue_per_chunk_us) {
+    text += fmt::format(
+        "  host time issuing a frame: {:.1f} us with runtime calls, {:.1f} us replaying a graph per slot\n",
+        feed.host_issue_per_chunk_us->median, graphs->host_issue_per_chunk_us->median);
+  }
   for (const bench::paced_result& p : f.paced) {
     text += fmt::format(
-        "  producer {:g} us per frame: {:.3f} ms against max({:.3f} ms of producing, the GPU-bound "
-        "{:.3f} ms) = {:.3f}x\n",
-        p.producer_us, p.row.device_ms.median, p.producer_us * static_cast<double>(f.frames) / 1e3,
-        feed.device_ms.median, ratio(p.row.device_ms.median, p.floor_ms));
+        "  producer {:g} us per frame, issuing on the {} thread: {:.3f} ms against max({:.3f} ms of "
+        "producing, the GPU-bound {:.3f} ms) = {:.3f}x\n",
+        p.producer_us, p.issuing_thread, p.row.device_ms.median,
+        p.producer_us * static_cast<double>(f.frames) / 1e3, feed.device_ms.median,
+        ratio(p.row.device_ms.median, p.floor_ms));
   }
   return text;
 }
@@ -119,8 +128,10 @@ json frames_json(const bench::feed_result& f) {
   for (const variant_result& v : f.variants) variants.push_back(row_json(v, floor_time));
   json paced = json::array();
   for (const bench::paced_result& p : f.paced)
-    paced.push_back(
-        {{"producer_us", p.producer_us}, {"floor_ms", p.floor_ms}, {"row", row_json(p.row, p.floor_ms)}});
+    paced.push_back({{"producer_us", p.producer_us},
+                     {"issuing_thread", p.issuing_thread},
+                     {"floor_ms", p.floor_ms},
+                     {"row", row_json(p.row, p.floor_ms)}});
   return {{"frames", f.frames},
           {"frame_bytes", f.frame_bytes},
           {"floor", "frame copies both ways at once (the copy rate at the frame size)"},

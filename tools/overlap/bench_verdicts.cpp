@@ -59,8 +59,10 @@ void judge_frames(const bench::feed_result& f, const add_function& add) {
       "x", to_ping_pong <= 1.0);
   for (const bench::paced_result& p : f.paced) {
     const double to_floor = ratio(p.row.device_ms.median, p.floor_ms);
-    add(fmt::format("frames_paced_{:g}us", p.producer_us),
-        fmt::format("Feed with a {:g} us producer within 1.05x of max(producing, GPU-bound)", p.producer_us),
+    const bool dedicated = p.issuing_thread == "dedicated";
+    add(fmt::format("frames_paced_{:g}us{}", p.producer_us, dedicated ? "_dedicated" : ""),
+        fmt::format("Feed with a {:g} us producer{} within 1.05x of max(producing, GPU-bound)", p.producer_us,
+                    dedicated ? " and a dedicated issuer" : ""),
         to_floor, 1.05, "x", to_floor <= 1.05);
   }
 }

@@ -120,6 +120,8 @@ enum class variant_kind {
   feed_default,        ///< cuda::Feed with default slots, a producer and consumer that do nothing
   feed,                ///< cuda::Feed with a given slot count
   feed_paced,          ///< cuda::Feed (default slots) whose producer spends a fixed host time per frame
+  feed_graphs,         ///< cuda::Feed (default slots), feed_issue::graph_per_slot
+  feed_dedicated,      ///< cuda::Feed (default slots), feed_issuing_thread::dedicated
   // The pageable workload: the transfer-bound data in std::vectors.
   pageable_naive,           ///< cudaMemcpyAsync straight from the vectors, 4 streams x 32 chunks
   pageable_registered,      ///< Pipeline, pageable_memory::register_in_place (registered every run)
@@ -198,15 +200,19 @@ struct paced_result {
   /// GPU-bound time (the default Feed with an idle producer), the longer.
   double floor_ms = 0.0;
   variant_result row;
+  /// The thread that issued the copies and stages: "producer" or "dedicated".
+  std::string issuing_thread = "producer";
 };
 
 /// The frames workload, measured.
 struct feed_result {
   std::size_t frames = 0;
   std::size_t frame_bytes = 0;
-  variant_result frame_copies;           ///< the floor: the copy rate at the frame size
-  std::vector<variant_result> variants;  ///< ping_pong, feed_default, feed (per slot count)
-  std::vector<paced_result> paced;       ///< per producer time
+  variant_result frame_copies;  ///< the floor: the copy rate at the frame size
+  std::vector<variant_result>
+      variants;  ///< ping_pong, feed_default, feed (per slot count), feed_graphs, feed_dedicated
+  std::vector<paced_result>
+      paced;  ///< per producer time, issuing on the producer's thread then a dedicated one
 };
 
 /// The pageable workload, measured.
