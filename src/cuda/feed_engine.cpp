@@ -1,23 +1,26 @@
-// A Feed's run: the producer on the calling thread, the issue of copies and
-// stages on the same thread or (feed_issuing_thread::dedicated) a thread of
-// its own, the consumer on another, and the slots between them.
+// A Feed's run: the producer on the calling thread, the issue of uploads
+// and stages on the same thread or (feed_issuing_thread::dedicated) a
+// thread of its own, the consumer on another, and the slots between them.
 //
-// Item k uses slot k mod N. The calling thread waits (asleep, on a
-// blocking-sync event) for item k - N's upload before producing item k into
-// the slot's pinned input. The issuing thread (the same one, or the
-// dedicated one once the item is handed over) issues the upload and the
-// stage, waits (on a condition variable) for the consumer to be done with
-// item k - N, and issues the download into the slot's pinned output. The
-// consumer thread takes items in order, sleeps on each one's "ready" event,
-// and calls the consumer. So the producer is never more than N items ahead,
-// nothing spins, and the producer of item k + N - 1 overlaps the consumer of
-// k - 1. A dedicated issuer keeps the host cost of issuing (tens of
-// microseconds an item) off the producer, so a producer slower than the GPU
-// sets the pace alone; it costs one more thread hand-off per item.
+// Item k uses slot k mod N. The calling thread waits for item k - N's
+// upload before producing item k into the slot's pinned input. The issuing
+// thread (the same one, or the dedicated one once the item is handed over)
+// issues the upload and the stage. Item k's download goes once the consumer
+// is done with item k - N; whichever thread makes that true (the issuer
+// after the stage, or the consumer after item k - N) issues it, so no copy
+// waits for a second thread to wake up. The consumer thread takes items in
+// order, waits for each one's "ready" event, and calls the consumer. So
+// the producer is never more than N items ahead, nothing spins, and the
+// producer of item k + N - 1 overlaps the consumer of k - 1. A dedicated
+// issuer keeps the host cost of issuing (tens of microseconds an item) off
+// the producer, so a producer slower than the GPU sets the pace alone; it
+// costs one more thread hand-off per item.
 //
-// Each slot's stream runs on its own: chaining every upload to the one
-// before it (and every download) was measured on an H100 and was no faster
-// (bench/RESULTS.md, issue 12 part 2), so the feed adds no waits across slots.
+// Each slot's stream runs on its own. Measured on an H100 with 4 MiB frames
+// (bench/RESULTS.md, issue 12 parts 2 and 3) and dropped: chaining every
+// upload to the one before it, and every download (slower: each wait
+// across streams delays the next copy); a second stream per slot so that
+// the slot's next upload need not queue behind its download (no faster).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,6 +31,10 @@
 #include <optional>
 #include <thread>
 #include <vector>
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "overlap/cuda/device_models.hpp"
 #include "overlap/cuda/error.hpp"
@@ -47,14 +54,51 @@ double ms_between(clock_type::time_point a, clock_type::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// Waits for `e` on the host: a query first, so that an event already
-// complete (the common case when the other side lags) costs no sleep and
-// wake-up; a blocking-sync event otherwise puts the thread to sleep.
+// Waits for `e` on the host without spinning. A blocking-sync wait
+// (cudaEventSynchronize on a cudaEventBlockingSync event) woke up to 300 us
+// late on the lent H100's host, so that three 4 MiB frames came out in a
+// burst every 400 us instead of one every 90 us (bench/RESULTS.md, issue 12
+// part 3). So the wait polls the event with short sleeps, which wake within
+// a few microseconds (with the fine timer slack below) and cost no more CPU
+// than the blocking wait did, and blocks only once an item is long (over
+// poll_for), where a late wake-up costs little next to the item.
+constexpr auto poll_every = std::chrono::microseconds(20);
+constexpr auto poll_for = std::chrono::milliseconds(2);
+
 cudaError_t wait_for(const event& e) {
-  const cudaError_t status = cudaEventQuery(e.get());
-  if (status != cudaErrorNotReady) return status;
-  return cudaEventSynchronize(e.get());
+  cudaError_t status = cudaEventQuery(e.get());
+  const auto until = clock_type::now() + poll_for;
+  while (status == cudaErrorNotReady) {
+    if (clock_type::now() > until) return cudaEventSynchronize(e.get());
+    std::this_thread::sleep_for(poll_every);
+    status = cudaEventQuery(e.get());
+  }
+  return status;
 }
+
+// Linux rounds a thread's sleeps up by its timer slack (50 us by default),
+// longer than poll_every, so the feed's threads ask for 1 us while the
+// feed runs; the caller's thread gets its own setting back.
+class fine_timer_slack {
+ public:
+  fine_timer_slack() {
+#ifdef __linux__
+    const int previous = prctl(PR_GET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL);
+    if (previous > 0 && prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL) == 0)
+      previous_ = static_cast<unsigned long>(previous);
+#endif
+  }
+  ~fine_timer_slack() {
+#ifdef __linux__
+    if (previous_ != 0) (void)prctl(PR_SET_TIMERSLACK, previous_, 0UL, 0UL, 0UL);
+#endif
+  }
+  fine_timer_slack(const fine_timer_slack&) = delete;
+  fine_timer_slack& operator=(const fine_timer_slack&) = delete;
+
+ private:
+  unsigned long previous_ = 0;  // NOLINT(google-runtime-int): prctl's type
+};
 
 }  // namespace
 
@@ -117,23 +161,34 @@ class feed_run {
         graphs_(options.issue == feed_issue::graph_per_slot),
         dedicated_issuer_(options.issuing_thread == feed_issuing_thread::dedicated),
         ring_(n_),
-        issues_(n_) {}
+        staged_items_(n_),
+        downloaded_items_(n_) {}
 
   feed_report run();
 
  private:
   void produce();
-  /// Issues item k (upload, stage, then its download once the consumer
-  /// released the slot's output); false when the run is over.
+  /// Issues item k's upload and stage, and its download if the consumer
+  /// has released the slot's output; false when the run is over.
   bool issue_item(std::size_t k, const item_record& item);
+  /// Issues every download that may go, in item order: item k's once its
+  /// stage is issued and the consumer is done with item k - n. The thread
+  /// that makes one possible (the issuer after a stage, the consumer after
+  /// an item) issues it, so no download waits for another thread to wake;
+  /// one thread at a time, and one busy issuing also takes what others
+  /// made possible meanwhile. Called with `lock` held; returns with it held.
+  void issue_downloads(std::unique_lock<std::mutex>& lock);
   /// The dedicated issuing thread: items in order as they are produced.
   void issue();
   void consume();
   void enqueue_upload(std::size_t k, const item_record& item, bool external);
+  void enqueue_stage(std::size_t k, const item_record& item);
   void enqueue_download(std::size_t k, const item_record& item, bool external);
-  void call_stage(std::size_t k, const item_record& item);
   template <typename Enqueue>
-  graph_exec capture(std::size_t k, const char* what, Enqueue&& enqueue);
+  graph_exec capture(std::size_t k, stream_view s, const char* what, Enqueue&& enqueue);
+  template <typename Enqueue>
+  void enqueue_part(std::size_t k, stream_view s, const char* what, graph_exec& g,
+                    std::optional<std::size_t>& captured_for, std::size_t elements, Enqueue&& enqueue);
   /// Issue item k's upload and stage, or its download, directly or as a
   /// slot's graph; false when it failed (recorded).
   bool issue_upload_and_stage(std::size_t k, const item_record& item);
@@ -174,16 +229,21 @@ class feed_run {
 
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::vector<item_record> ring_;    // item k at k mod n_, published when produced_ > k
-  std::vector<item_record> issues_;  // item k at k mod n_, published when issued_ > k
-  std::size_t produced_ = 0;         // items the producer has filled
-  std::size_t uploading_ = 0;        // items whose upload is issued
-  std::size_t issued_ = 0;           // items whose download is issued
-  std::size_t consumed_ = 0;         // items the consumer has returned from
-  bool producing_done_ = false;      // no item after produced_ will come
-  bool issuing_done_ = false;        // no item after issued_ will come
-  bool aborted_ = false;             // the consumer or the device failed: stop everything
-  std::exception_ptr error_;         // set: the producer stops
+  // Item k at k mod n_, published when produced_ / staged_ / downloading_ > k.
+  std::vector<item_record> ring_;
+  std::vector<item_record> staged_items_;
+  std::vector<item_record> downloaded_items_;
+  std::size_t produced_ = 0;        // items the producer has filled
+  std::size_t uploading_ = 0;       // items whose upload is issued
+  std::size_t staged_ = 0;          // items whose stage is issued
+  std::size_t downloading_ = 0;     // items whose download is issued
+  std::size_t consumed_ = 0;        // items the consumer has returned from
+  bool issuing_downloads_ = false;  // a thread is in issue_downloads()
+  double download_issue_ms_ = 0.0;  // host time issuing downloads, by whichever thread
+  bool producing_done_ = false;     // no item after produced_ will come
+  bool issuing_done_ = false;       // no stage after staged_ will come
+  bool aborted_ = false;            // the consumer or the device failed: stop everything
+  std::exception_ptr error_;        // set: the producer stops
   std::size_t failed_item_ = 0;
   feed_part failed_part_ = feed_part::producer;
   bool stopped_ = false;
@@ -192,7 +252,7 @@ class feed_run {
   std::vector<double> producer_ms_;
   std::vector<FeedItem> described_;
   double issue_ms_ = 0.0;
-  std::size_t graph_captures_ = 0;
+  std::atomic<std::size_t> graph_captures_{0};  // the issuer's and the downloads
   std::size_t most_ahead_ = 0;
   std::vector<double> latency_ms_;
   std::vector<double> consumer_ms_;
@@ -286,6 +346,14 @@ void feed_run::enqueue_upload(std::size_t k, const item_record& item, bool exter
         "cudaEventRecordWithFlags", fmt::format("after the H2D of item {}", k));
 }
 
+// Item k's stage on its slot's stream.
+void feed_run::enqueue_stage(std::size_t k, const item_record& item) {
+  feed_slot& slot = *res_.slots[k % n_];
+  stage_(slot.device_in.data(), item.in_elements, slot.device_out.data(), item.out_elements, slot.s.view(),
+         k);
+  check(cudaGetLastError(), "kernel launch in the stage", fmt::format("item {}", k));
+}
+
 // Item k's download, then "ready".
 void feed_run::enqueue_download(std::size_t k, const item_record& item, bool external) {
   feed_slot& slot = *res_.slots[k % n_];
@@ -299,22 +367,14 @@ void feed_run::enqueue_download(std::size_t k, const item_record& item, bool ext
         "cudaEventRecordWithFlags", fmt::format("after the D2H of item {}", k));
 }
 
-void feed_run::call_stage(std::size_t k, const item_record& item) {
-  feed_slot& slot = *res_.slots[k % n_];
-  stage_(slot.device_in.data(), item.in_elements, slot.device_out.data(), item.out_elements, slot.s.view(),
-         k);
-  check(cudaGetLastError(), "kernel launch in the stage", fmt::format("item {}", k));
-}
-
-// Runs `enqueue` inside a capture of the slot's stream and returns the
-// graph. A CUDA call that fails while capturing (the stage synchronized, or
-// the capture was invalidated) is explained; what the stage itself throws
-// goes through as it is.
+// Runs `enqueue` inside a capture of stream `s` and returns the graph. A
+// CUDA call that fails while capturing (the stage synchronized, or the
+// capture was invalidated) is explained; what the stage itself throws goes
+// through as it is.
 template <typename Enqueue>
-graph_exec feed_run::capture(std::size_t k, const char* what, Enqueue&& enqueue) {
-  feed_slot& slot = *res_.slots[k % n_];
+graph_exec feed_run::capture(std::size_t k, stream_view s, const char* what, Enqueue&& enqueue) {
   try {
-    stream_capture capturing(slot.s.view());
+    stream_capture capturing(s);
     enqueue();
     graph_exec g = capturing.end();
     ++graph_captures_;
@@ -328,24 +388,50 @@ graph_exec feed_run::capture(std::size_t k, const char* what, Enqueue&& enqueue)
   }
 }
 
+// Enqueues one part of item k on `s`: directly, or by replaying the slot's
+// graph `g`, captured first when it was captured for another item size.
+template <typename Enqueue>
+void feed_run::enqueue_part(std::size_t k, stream_view s, const char* what, graph_exec& g,
+                            std::optional<std::size_t>& captured_for, std::size_t elements,
+                            Enqueue&& enqueue) {
+  if (!graphs_) {
+    enqueue(false);
+    return;
+  }
+  if (captured_for != elements) {
+    g = capture(k, s, what, [&] { enqueue(true); });
+    captured_for = elements;
+  }
+  check(cudaGraphLaunch(g.get(), s.get()), "cudaGraphLaunch", fmt::format("{} of item {}", what, k));
+}
+
 bool feed_run::issue_upload_and_stage(std::size_t k, const item_record& item) {
+  {
+    // Item k goes on the slot's stream after item k - n's download, which
+    // must read device_out before item k's stage writes it: issued by now,
+    // or about to be (see issue_downloads).
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return aborted_ || downloading_ + n_ > k; });
+    if (aborted_) return false;
+  }
+  feed_slot& slot = *res_.slots[k % n_];
+  slot_graphs& g = slot.graphs;
   feed_part part = feed_part::device;
   try {
-    if (graphs_) {
-      slot_graphs& g = res_.slots[k % n_]->graphs;
+    if (!graphs_) {
+      enqueue_upload(k, item, false);
+    } else {
       if (g.upload_elements != item.in_elements) {
         part = feed_part::stage;  // capturing: the stage's calls decide whether it works
-        g.upload = capture(k, "upload and stage", [&] {
+        g.upload = capture(k, slot.s.view(), "upload and stage", [&] {
           enqueue_upload(k, item, true);
-          call_stage(k, item);
+          enqueue_stage(k, item);
         });
         g.upload_elements = item.in_elements;
         part = feed_part::device;
       }
-      check(cudaGraphLaunch(g.upload.get(), res_.slots[k % n_]->s.get()), "cudaGraphLaunch",
+      check(cudaGraphLaunch(g.upload.get(), slot.s.get()), "cudaGraphLaunch",
             fmt::format("upload and stage of item {}", k));
-    } else {
-      enqueue_upload(k, item, false);
     }
   } catch (...) {
     fail(k, part, std::current_exception(), part == feed_part::device);
@@ -358,7 +444,7 @@ bool feed_run::issue_upload_and_stage(std::size_t k, const item_record& item) {
   changed_.notify_all();
   if (graphs_) return true;
   try {
-    call_stage(k, item);
+    enqueue_stage(k, item);
   } catch (...) {
     fail(k, feed_part::stage, std::current_exception(), false);
     return false;
@@ -367,18 +453,10 @@ bool feed_run::issue_upload_and_stage(std::size_t k, const item_record& item) {
 }
 
 bool feed_run::issue_download(std::size_t k, const item_record& item) {
+  feed_slot& slot = *res_.slots[k % n_];
   try {
-    if (graphs_) {
-      slot_graphs& g = res_.slots[k % n_]->graphs;
-      if (g.download_elements != item.out_elements) {
-        g.download = capture(k, "download", [&] { enqueue_download(k, item, true); });
-        g.download_elements = item.out_elements;
-      }
-      check(cudaGraphLaunch(g.download.get(), res_.slots[k % n_]->s.get()), "cudaGraphLaunch",
-            fmt::format("download of item {}", k));
-    } else {
-      enqueue_download(k, item, false);
-    }
+    enqueue_part(k, slot.s.view(), "download", slot.graphs.download, slot.graphs.download_elements,
+                 item.out_elements, [&](bool external) { enqueue_download(k, item, external); });
   } catch (...) {
     fail(k, feed_part::device, std::current_exception(), true);
     return false;
@@ -390,26 +468,40 @@ bool feed_run::issue_item(std::size_t k, const item_record& item) {
   const auto started = clock_type::now();
   if (!issue_upload_and_stage(k, item)) return false;
   issue_ms_ += ms_between(started, clock_type::now());
-  // The slot's output is free once the consumer is done with item k - n.
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return aborted_ || consumed_ + n_ > k; });
-    if (aborted_) return false;
-  }
-  const auto issuing = clock_type::now();
-  if (!issue_download(k, item)) return false;
-  issue_ms_ += ms_between(issuing, clock_type::now());
   if (k < max_described_items) {
     described_.push_back(
         {item.in_elements * layout_.input_element_bytes, item.out_elements * layout_.output_element_bytes});
   }
   {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    issues_[k % n_] = item;
-    issued_ = k + 1;
+    std::unique_lock<std::mutex> lock(mutex_);
+    staged_items_[k % n_] = item;
+    staged_ = k + 1;
+    issue_downloads(lock);
   }
   changed_.notify_all();
   return true;
+}
+
+void feed_run::issue_downloads(std::unique_lock<std::mutex>& lock) {
+  if (issuing_downloads_) return;  // that thread sees what this one made possible
+  issuing_downloads_ = true;
+  bool issued = false;
+  while (!aborted_ && downloading_ < staged_ && downloading_ < consumed_ + n_) {
+    const std::size_t k = downloading_;
+    const item_record item = staged_items_[k % n_];
+    lock.unlock();
+    const auto started = clock_type::now();
+    const bool ok = issue_download(k, item);
+    const double ms = ms_between(started, clock_type::now());
+    lock.lock();
+    if (!ok) break;  // fail() stopped the run
+    download_issue_ms_ += ms;
+    downloaded_items_[k % n_] = item;
+    downloading_ = k + 1;
+    issued = true;
+  }
+  issuing_downloads_ = false;
+  if (issued) changed_.notify_all();  // the consumer waits for downloads
 }
 
 void feed_run::issue() {
@@ -429,10 +521,12 @@ void feed_run::consume() {
   for (std::size_t j = 0;; ++j) {
     item_record item;
     {
+      // Item j comes once its download is issued; none comes once the
+      // issuer is done and item j's stage was never issued.
       std::unique_lock<std::mutex> lock(mutex_);
-      changed_.wait(lock, [&] { return aborted_ || issued_ > j || issuing_done_; });
-      if (aborted_ || issued_ <= j) return;
-      item = issues_[j % n_];
+      changed_.wait(lock, [&] { return aborted_ || downloading_ > j || (issuing_done_ && staged_ <= j); });
+      if (aborted_ || downloading_ <= j) return;
+      item = downloaded_items_[j % n_];
     }
     feed_slot& slot = *res_.slots[j % n_];
     const cudaError_t status = wait_for(slot.ready);
@@ -458,8 +552,10 @@ void feed_run::consume() {
     output_bytes_ += item.out_elements * layout_.output_element_bytes;
     last_consumed_ = done;
     {
-      const std::lock_guard<std::mutex> lock(mutex_);
+      // Item j's output slot is free: item j + n's download may go now.
+      std::unique_lock<std::mutex> lock(mutex_);
       consumed_ = j + 1;
+      issue_downloads(lock);
     }
     changed_.notify_all();
   }
@@ -492,10 +588,19 @@ feed_report feed_run::run() {
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice", "starting a feed");
   {
-    std::jthread consumer_thread([this] { guarded(feed_part::consumer, [this] { consume(); }); });
+    const fine_timer_slack slack;
+    std::jthread consumer_thread([this, device] {
+      const fine_timer_slack consumer_slack;
+      // The consumer's thread issues downloads too, on the caller's device;
+      // if it cannot, the run is aborted and consume() returns at once.
+      guarded(feed_part::device,
+              [device] { check(cudaSetDevice(device), "cudaSetDevice", "the feed's consuming thread"); });
+      guarded(feed_part::consumer, [this] { consume(); });
+    });
     std::optional<std::jthread> issuer_thread;
     if (dedicated_issuer_) {
       issuer_thread.emplace([this, device] {
+        const fine_timer_slack issuer_slack;
         guarded(feed_part::device, [this, device] {
           // The current device is per thread: the stage runs on the caller's.
           check(cudaSetDevice(device), "cudaSetDevice", "the feed's issuing thread");
@@ -535,8 +640,8 @@ feed_report feed_run::run() {
   }
   r.producer_ms = median_of(producer_ms_);
   r.consumer_ms = median_of(consumer_ms_);
-  r.host_issue_ms = issue_ms_;
-  r.graph_captures = graph_captures_;
+  r.host_issue_ms = issue_ms_ + download_issue_ms_;
+  r.graph_captures = graph_captures_.load();
   r.slots = n_;
   r.slot_elements = layout_.slot_elements;
   r.most_ahead = most_ahead_;
