@@ -1,7 +1,9 @@
 // The frames workload (issue 12): the CUDA tutorial's ping-pong, 100 frames
 // of 4 MiB through y = 2x + 1, as the tutorial writes it (two streams, two
-// buffers, a stream synchronize before each buffer's reuse) and through
-// cuda::Feed with default and given slot counts, against the copy rate at
+// buffers, a stream synchronize before each buffer's reuse), as the best
+// hand-written loop we found writes it (the default Feed's slot count on one
+// host thread), and through cuda::Feed with default and given slot counts,
+// against the copy rate at
 // the frame size measured in the same run (every frame H2D on one stream and
 // D2H on another, at once). Then Feeds whose producer spends a fixed host
 // time per frame, against max(that time x frames, the GPU-bound feed).
@@ -22,7 +24,9 @@
 #include <vector>
 
 #include "overlap/bench/kernels.hpp"
+#include "overlap/cuda/device_models.hpp"
 #include "overlap/cuda/error.hpp"
+#include "overlap/cuda/event.hpp"
 #include "overlap/cuda/feed.hpp"
 #include "overlap/cuda/memory.hpp"
 #include "overlap/cuda/stream.hpp"
@@ -68,9 +72,19 @@ class frames_bench {
         ping_in_(2 * n_),
         ping_out_(2 * n_),
         ping_d_in_(2 * n_, up_),
-        ping_d_out_(2 * n_, up_) {
+        ping_d_out_(2 * n_, up_),
+        tuned_slots_(default_feed_slots(cuda::builtin_model_of_current_device())),
+        tuned_in_(tuned_slots_ * n_),
+        tuned_out_(tuned_slots_ * n_),
+        tuned_d_in_(tuned_slots_ * n_, up_),
+        tuned_d_out_(tuned_slots_ * n_, up_) {
+    for (unsigned s = 0; s < tuned_slots_; ++s) {
+      tuned_streams_.emplace_back(cuda::stream::options{cuda::stream_sync::non_blocking, 0});
+      tuned_ready_.emplace_back(cuda::event_timing::disabled, cuda::event_wait::block);
+    }
     up_.synchronize();  // the device buffers were allocated in stream order
     fill_random(ping_in_.span(), config.seed ^ 0xF4A3E5ULL, -1000.0F, 1000.0F);
+    fill_random(tuned_in_.span(), config.seed ^ 0x7A11EDULL, -1000.0F, 1000.0F);
   }
 
   // Every row is set up (each Feed checked once) first, then all are timed
@@ -80,6 +94,7 @@ class frames_bench {
     std::vector<row_spec> rows;
     rows.push_back(copy_rate_row());
     rows.push_back(ping_pong_row());
+    rows.push_back(hand_tuned_row());
     rows.push_back(feed_row(variant_kind::feed_default, "Feed (default slots)", defaults(), 0.0));
     for (const unsigned slots : f_.slot_counts) {
       cuda::feed_options options = defaults();
@@ -104,9 +119,9 @@ class frames_bench {
     r.frames = f_.frames;
     r.frame_bytes = bytes_;
     r.frame_copies = std::move(timed[0]);
-    const std::size_t feeds = 4 + f_.slot_counts.size();
+    const std::size_t feeds = 5 + f_.slot_counts.size();  // and the two hand-written loops
     for (std::size_t i = 1; i <= feeds; ++i) r.variants.push_back(std::move(timed[i]));
-    const double gpu_bound_ms = r.variants[1].device_ms.median;  // the default Feed, idle producer
+    const double gpu_bound_ms = r.variants[2].device_ms.median;  // the default Feed, idle producer
     for (std::size_t p = 0; p < 2 * f_.producer_us.size(); ++p) {
       paced_result paced;
       paced.producer_us = f_.producer_us[p / 2];
@@ -194,6 +209,53 @@ class frames_bench {
             hooks};
   }
 
+  // The best hand-written loop found for this work (bench/RESULTS.md, issue
+  // 12 part 3): the default Feed's slot count, one host thread, frame k on
+  // slot k mod N's stream (H2D, kernel, D2H), and frame k's D2H issued once
+  // the host has seen frame k - N's done: the copies of N frames in flight
+  // and no thread hand-off. The outputs of the last N frames are checked
+  // after every run.
+  row_spec hand_tuned_row() {
+    const std::string name = fmt::format("hand-tuned: {} slots, one thread", tuned_slots_);
+    announce_(name);
+    row_hooks hooks;
+    hooks.before = [this] {
+      std::fill(tuned_out_.data(), tuned_out_.data() + tuned_slots_ * n_,
+                std::numeric_limits<float>::quiet_NaN());
+    };
+    hooks.check = [this, name](unsigned run) {
+      for (std::size_t i = 0; i < tuned_slots_ * n_; ++i) {
+        if (tuned_out_[i] != 2.0F * tuned_in_[i] + 1.0F) {
+          throw wrong_output(fmt::format("frames: {}, run {}: element {} of the slots' outputs is {}, "
+                                         "expected {}",
+                                         name, run + 1, i, tuned_out_[i], 2.0F * tuned_in_[i] + 1.0F),
+                             i);
+        }
+      }
+    };
+    return {variant_kind::hand_tuned_slots, name,
+            [this](const cuda::event& start) {
+              for (const cuda::stream& s : tuned_streams_) start.wait_on(s);
+              for (std::size_t frame = 0; frame < f_.frames; ++frame) {
+                const std::size_t slot = frame % tuned_slots_;
+                const cuda::stream& s = tuned_streams_[slot];
+                const std::size_t at = slot * n_;
+                cuda::check(cudaMemcpyAsync(tuned_d_in_.data() + at, tuned_in_.data() + at, bytes_,
+                                            cudaMemcpyHostToDevice, s.get()),
+                            "cudaMemcpyAsync", "hand-tuned H2D");
+                launch_affine(tuned_d_in_.data() + at, tuned_d_out_.data() + at, n_, s.get());
+                if (frame >= tuned_slots_) tuned_ready_[slot].synchronize();  // frame - N's D2H
+                cuda::check(cudaMemcpyAsync(tuned_out_.data() + at, tuned_d_out_.data() + at, bytes_,
+                                            cudaMemcpyDeviceToHost, s.get()),
+                            "cudaMemcpyAsync", "hand-tuned D2H");
+                tuned_ready_[slot].record(s);
+              }
+              for (const cuda::stream& s : tuned_streams_) s.synchronize();
+              return shape(tuned_slots_);
+            },
+            hooks};
+  }
+
   // A Feed, checked once (a distinct frame written into every slot, every
   // element of every result checked), then timed with an idle consumer and
   // a producer that does nothing, or spins for `producer_us`.
@@ -267,6 +329,14 @@ class frames_bench {
   cuda::pinned_buffer<float> ping_out_;
   cuda::device_buffer<float> ping_d_in_;
   cuda::device_buffer<float> ping_d_out_;
+  // The hand-tuned loop's slots: a frame's input, output and stream each.
+  unsigned tuned_slots_;
+  cuda::pinned_buffer<float> tuned_in_;
+  cuda::pinned_buffer<float> tuned_out_;
+  cuda::device_buffer<float> tuned_d_in_;
+  cuda::device_buffer<float> tuned_d_out_;
+  std::vector<cuda::stream> tuned_streams_;
+  std::vector<cuda::event> tuned_ready_;
   std::vector<std::unique_ptr<frame_feed>> feeds_;
 };
 

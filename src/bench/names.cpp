@@ -26,6 +26,7 @@ std::string_view to_string(variant_kind kind) noexcept {
     case variant_kind::chunk_loop: return "chunk_loop";
     case variant_kind::floor_frame_copies: return "floor_frame_copies";
     case variant_kind::ping_pong: return "ping_pong";
+    case variant_kind::hand_tuned_slots: return "hand_tuned_slots";
     case variant_kind::feed_default: return "feed_default";
     case variant_kind::feed: return "feed";
     case variant_kind::feed_paced: return "feed_paced";

@@ -41,10 +41,11 @@ constexpr const char* footer = R"(Workloads (HARDWARE.md):
                   are random in the seed's range [0, 4Mi), where sinf takes
                   its slow argument reduction (small inputs run 9x faster)
   frames          100 frames of 4 MiB through y = 2x + 1 (the tutorial's
-                  ping-pong as written, and cuda::Feed with default, 2, 4, 8
-                  slots) against the copy rate at 4 MiB (every frame H2D and
-                  D2H at once); Feeds whose producer spends 50 and 500 us per
-                  frame against max(producing, the GPU-bound Feed)
+                  ping-pong as written, a hand-tuned loop of the default
+                  Feed's slots on one thread, and cuda::Feed with default,
+                  2, 4, 8 slots) against the copy rate at 4 MiB (every frame
+                  H2D and D2H at once); Feeds whose producer spends 50 and
+                  500 us per frame against max(producing, the GPU-bound Feed)
   pageable        the transfer-bound data in std::vectors: cudaMemcpyAsync
                   straight from them, Pipelines that register them each run,
                   stage them through pinned slots or choose (automatic), a

@@ -117,6 +117,7 @@ enum class variant_kind {
   // The frames workload: chunk_bytes is the frame, streams the slots, chunks the frames.
   floor_frame_copies,  ///< every frame H2D on one stream and D2H on another, at once: the copy rate
   ping_pong,           ///< the tutorial's hand-written ping-pong: two streams, two buffers
+  hand_tuned_slots,    ///< the best hand-written loop found: the default Feed's slots on one host thread
   feed_default,        ///< cuda::Feed with default slots, a producer and consumer that do nothing
   feed,                ///< cuda::Feed with a given slot count
   feed_paced,          ///< cuda::Feed (default slots) whose producer spends a fixed host time per frame
@@ -208,9 +209,9 @@ struct paced_result {
 struct feed_result {
   std::size_t frames = 0;
   std::size_t frame_bytes = 0;
-  variant_result frame_copies;  ///< the floor: the copy rate at the frame size
-  std::vector<variant_result>
-      variants;  ///< ping_pong, feed_default, feed (per slot count), feed_graphs, feed_dedicated
+  variant_result frame_copies;           ///< the floor: the copy rate at the frame size
+  std::vector<variant_result> variants;  ///< ping_pong, hand_tuned_slots, feed_default, feed (per slot
+                                         ///< count), feed_graphs, feed_dedicated
   std::vector<paced_result>
       paced;  ///< per producer time, issuing on the producer's thread then a dedicated one
 };
