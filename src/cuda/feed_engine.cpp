@@ -54,22 +54,20 @@ double ms_between(clock_type::time_point a, clock_type::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// Waits for `e` on the host without spinning. A blocking-sync wait
-// (cudaEventSynchronize on a cudaEventBlockingSync event) woke up to 300 us
-// late on the lent H100's host, so that three 4 MiB frames came out in a
-// burst every 400 us instead of one every 90 us (bench/RESULTS.md, issue 12
-// part 3). So the wait polls the event with short sleeps, which wake within
-// a few microseconds (with the fine timer slack below) and cost no more CPU
-// than the blocking wait did, and blocks only once an item is long (over
-// poll_for), where a late wake-up costs little next to the item.
+// Waits for `e` on the host without spinning (feed_wait, feed.hpp): a
+// query first, so that an event already complete costs no sleep; then, for
+// feed_wait::poll, queries with short sleeps, which wake within a few
+// microseconds (with the fine timer slack below), until poll_for has passed,
+// when a late wake-up costs little next to the item; then a blocking-sync
+// wait.
 constexpr auto poll_every = std::chrono::microseconds(20);
 constexpr auto poll_for = std::chrono::milliseconds(2);
 
-cudaError_t wait_for(const event& e) {
+cudaError_t wait_for(const event& e, feed_wait how) {
   cudaError_t status = cudaEventQuery(e.get());
   const auto until = clock_type::now() + poll_for;
   while (status == cudaErrorNotReady) {
-    if (clock_type::now() > until) return cudaEventSynchronize(e.get());
+    if (how == feed_wait::block || clock_type::now() > until) return cudaEventSynchronize(e.get());
     std::this_thread::sleep_for(poll_every);
     status = cudaEventQuery(e.get());
   }
@@ -298,7 +296,7 @@ void feed_run::produce() {
       most_ahead_ = std::max(most_ahead_, k - consumed_);
     }
     if (k >= n_) {
-      const cudaError_t status = wait_for(slot.uploaded);
+      const cudaError_t status = wait_for(slot.uploaded, options_.wait);
       if (status != cudaSuccess) {
         fail(k - n_, feed_part::device,
              std::make_exception_ptr(cuda_error(status, "cudaEventSynchronize", "waiting for an upload")),
@@ -529,7 +527,7 @@ void feed_run::consume() {
       item = downloaded_items_[j % n_];
     }
     feed_slot& slot = *res_.slots[j % n_];
-    const cudaError_t status = wait_for(slot.ready);
+    const cudaError_t status = wait_for(slot.ready, options_.wait);
     if (status != cudaSuccess) {
       fail(j, feed_part::device,
            std::make_exception_ptr(cuda_error(status, "cudaEventSynchronize",

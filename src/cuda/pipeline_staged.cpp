@@ -61,6 +61,9 @@ run_report run_staged(const erased_run& r, const settled_run& settled, const pip
   fo.slot_elements = p.chunk_input_elements;
   fo.slots = p.ring_depth;
   fo.ratio = options.ratio;
+  // The host copy threads keep every core busy; polling wake-ups would
+  // take turns from them (measured: 3-9% slower runs, bench/RESULTS.md).
+  fo.wait = feed_wait::block;
   const feed_layout layout{p.chunk_input_elements, r.input_element_bytes, r.output_element_bytes,
                            options.ratio};
   feed_report fed;

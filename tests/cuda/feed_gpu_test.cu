@@ -33,6 +33,7 @@ using overlap::cuda::feed_issue;
 using overlap::cuda::feed_issuing_thread;
 using overlap::cuda::feed_options;
 using overlap::cuda::feed_part;
+using overlap::cuda::feed_wait;
 using overlap::cuda::stream_view;
 
 #define SKIP_WITHOUT_GPU() \
@@ -145,6 +146,53 @@ INSTANTIATE_TEST_SUITE_P(Slots, FeedIntegrity,
                                   (std::get<2>(info.param) == feed_issuing_thread::producer ? "_on_producer"
                                                                                             : "_dedicated");
                          });
+
+__device__ std::uint64_t global_ns() {
+  std::uint64_t t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Holds each block for `us` microseconds (the GPU's global timer), then y = 2x + 1.
+__global__ void slow_axpb_kernel(const float* in, float* out, std::size_t n, long long us) {
+  const std::uint64_t until = global_ns() + static_cast<std::uint64_t>(us) * 1000U;
+  while (global_ns() < until) {
+  }
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    out[i] = 2.0F * in[i] + 1.0F;
+}
+
+// Both ways of waiting, with items far shorter than the polling window and
+// items longer than it (3 ms: the poll gives way to a blocking wait).
+TEST(FeedWait, PollingAndBlockingDeliverEveryItemOnceInOrder) {
+  SKIP_WITHOUT_GPU();
+  constexpr std::size_t slot = 4099;
+  for (const feed_wait wait : {feed_wait::poll, feed_wait::block}) {
+    for (const long long stage_us : {0LL, 3000LL}) {
+      SCOPED_TRACE(std::string(wait == feed_wait::poll ? "polling" : "blocking") + " wait, stage " +
+                   std::to_string(stage_us) + " us");
+      feed_options options = with(slot, 3U);
+      options.wait = wait;
+      Feed<float> feed(options);
+      const std::size_t items = stage_us > 0 ? 8 : 200;
+      checking_consumer check{slot};
+      const auto report = feed.run(
+          producer_of(items, slot),
+          [stage_us](std::span<const float> in, std::span<float> out, stream_view s, std::size_t) {
+            slow_axpb_kernel<<<64, 256, 0, s.get()>>>(in.data(), out.data(), in.size(), stage_us);
+          },
+          [&](std::span<const float> out, std::size_t k) { check(out, k); });
+      EXPECT_EQ(report.items, items);
+      EXPECT_EQ(check.next, items);
+      EXPECT_EQ(check.out_of_order, 0U);
+      EXPECT_EQ(check.wrong_size, 0U);
+      EXPECT_EQ(check.bad_elements, 0U);
+      // Every item took 3 ms on the GPU: the waits outlasted the polling window.
+      if (stage_us > 0) EXPECT_GE(report.wall_ms, 3.0);
+    }
+  }
+}
 
 TEST(FeedGraphs, EachSlotCapturesOncePerItemSizeAndReplaysTheRest) {
   SKIP_WITHOUT_GPU();

@@ -70,6 +70,22 @@ enum class feed_issuing_thread : std::uint8_t {
   dedicated,
 };
 
+/// How a Feed's threads wait for the GPU (an item's upload, its download).
+enum class feed_wait : std::uint8_t {
+  /// Query the item's event, sleeping 20 us between queries, and block in
+  /// the driver only once the item has taken 2 ms: the thread wakes within
+  /// microseconds of the copy. On the lent H100's host a blocking wait
+  /// woke up to 300 us late, often enough to slow a GPU-bound feed of
+  /// 4 MiB frames by a third in some runs (bench/RESULTS.md, issue 12 part
+  /// 3); these sleeps cost no more CPU than it.
+  poll,
+  /// Block in the driver at once (a blocking-sync event): the fewest
+  /// wake-ups, for feeds whose producer and consumer keep every core busy
+  /// (a staged Pipeline's host copy threads), where 20 us wake-ups take
+  /// turns from them.
+  block,
+};
+
 /// How a Feed is laid out. Checked when the Feed is made (no CUDA call).
 struct feed_options {
   /// Input elements one slot holds: the largest item (> 0). Required.
@@ -83,6 +99,8 @@ struct feed_options {
   feed_issue issue = feed_issue::direct;
   /// The producer's thread issues, or a thread of the feed's own.
   feed_issuing_thread issuing_thread = feed_issuing_thread::producer;
+  /// How the threads wait for uploads and downloads.
+  feed_wait wait = feed_wait::poll;
 };
 
 /// Milliseconds from an item's production (the producer's return) to its
