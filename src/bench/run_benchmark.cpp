@@ -78,14 +78,14 @@ std::size_t count_steps(const bench_config& config) noexcept {
   std::size_t steps = 0;
   for (const workload_config& w : config.workloads) {
     // The link sweep (transfer-bound), 4 floors, sequential, two-stream,
-    // default Pipeline, the sweep, the best again.
+    // the default, planned and calibrated Pipelines, the sweep, the best again.
     const std::size_t link = w.kind == workload_kind::transfer_bound ? 1 : 0;
-    steps += link + 4 + 3 + w.chunk_bytes.size() * w.stream_counts.size() + 1;
+    steps += link + 4 + 5 + w.chunk_bytes.size() * w.stream_counts.size() + 1;
   }
-  // The frame copies, the ping-pong, the default Feed, each slot count,
-  // graphs per slot, a dedicated issuing thread, and each paced producer
-  // with each issuing thread.
-  if (config.feed.enabled) steps += 5 + config.feed.slot_counts.size() + 2 * config.feed.producer_us.size();
+  // The frame copies, the ping-pong, the hand-tuned loop, the default Feed,
+  // each slot count, graphs per slot, a dedicated issuing thread, and each
+  // paced producer with each issuing thread.
+  if (config.feed.enabled) steps += 6 + config.feed.slot_counts.size() + 2 * config.feed.producer_us.size();
   // The host copy floor and seven rows.
   if (config.pageable.enabled) steps += 8;
   return steps;

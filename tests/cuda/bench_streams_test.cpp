@@ -7,6 +7,7 @@
 #include <string>
 
 #include "bench_fixtures.hpp"
+#include "overlap/bench/driver.hpp"
 #include "overlap/core/error.hpp"
 
 namespace overlap::cli {
@@ -75,6 +76,23 @@ TEST(BenchStreams, Json) {
   EXPECT_EQ(pageable["host_copy"].size(), 3U);
   EXPECT_EQ(pageable["automatic_path"]["one_shot"], "staged");
   EXPECT_NEAR(pageable["variants"][2]["ratio_to_floor"].get<double>(), 1.1, 1e-12);
+}
+
+// The progress total is the rows each workload announces, counted by hand:
+// transfer-bound: the link sweep, 4 floors, sequential, two streams, the
+// default, planned and calibrated Pipelines, 2 x 2 swept, the best again
+// (15); compute-bound: the same without the link sweep, 1 x 3 swept (13);
+// frames: the copy rate, the ping-pong, the hand-tuned loop, the default
+// Feed, 3 slot counts, graphs, a dedicated issuer, 2 producers x 2 issuing
+// threads (13); pageable: the host copy floor and 7 rows (8).
+TEST(BenchStreams, ProgressCountsEveryRow) {
+  bench::bench_config config;
+  config.workloads = {{bench::workload_kind::transfer_bound, 1 << 20, {1 << 20, 2 << 20}, {2, 4}},
+                      {bench::workload_kind::compute_bound, 1 << 20, {1 << 20}, {2, 3, 4}}};
+  EXPECT_EQ(bench::count_steps(config), 15U + 13U + 13U + 8U);
+  config.feed.enabled = false;
+  config.pageable.enabled = false;
+  EXPECT_EQ(bench::count_steps(config), 15U + 13U);
 }
 
 TEST(BenchStreams, AMissingRowIsNamed) {
