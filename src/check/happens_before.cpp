@@ -1,6 +1,13 @@
 #include "overlap/check/happens_before.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "overlap/core/error.hpp"
 
 namespace overlap::check {
 
@@ -17,26 +24,90 @@ bool blocks_host(const Op& op) {
          (op.mode == call_mode::synchronous || op.memory == host_memory::pageable);
 }
 
+// The walker's own clocks besides the per-stream and per-event ones:
+// clock_, host_known_, zero_, all_issued_ and blocking_issued_.
+constexpr std::uint64_t walker_fixed_clocks = 5;
+
+// "37 GiB", "1.5 TiB": sizes the refusal message names, roughly.
+std::string show_bytes(double bytes) {
+  constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+  const bool tebi = bytes >= 1024.0 * gib;
+  const double value = bytes / (tebi ? 1024.0 * gib : gib);
+  const char* unit = tebi ? "TiB" : "GiB";
+  return value < 10.0 ? fmt::format("{:.1f} {}", value, unit) : fmt::format("{:.0f} {}", value, unit);
+}
+
 }  // namespace
+
+Timelines::Timelines(const Program& program) : of_stream_(program.streams().size(), none) {
+  // Mark the streams that issue work, then number them in stream-id order.
+  // The scan stops once every stream is marked: a program whose streams all
+  // start early (most of them) costs a few ops, not a pass over millions.
+  constexpr timeline_id marked = 0;
+  std::size_t unmarked = of_stream_.size();
+  for (auto op = program.ops().begin(); unmarked > 0 && op != program.ops().end(); ++op) {
+    if (!is_stream_op(op->kind) || of_stream_[*op->stream] == marked) continue;
+    of_stream_[*op->stream] = marked;
+    --unmarked;
+  }
+  for (std::size_t s = 0; s < of_stream_.size(); ++s) {
+    if (of_stream_[s] == none) continue;
+    of_stream_[s] = static_cast<timeline_id>(streams_.size());
+    streams_.push_back(static_cast<stream_id>(s));
+  }
+}
+
+std::uint64_t clock_bytes(std::uint64_t clocks, std::uint64_t timelines) noexcept {
+  constexpr std::uint64_t component = sizeof(std::uint32_t);
+  constexpr std::uint64_t most = std::numeric_limits<std::uint64_t>::max();
+  if (clocks == 0 || timelines == 0) return 0;
+  if (clocks > most / component / timelines) return most;
+  return clocks * timelines * component;
+}
+
+void require_clock_budget(std::uint64_t clocks, const Timelines& timelines) {
+  if (clock_bytes(clocks, timelines.size()) <= clock_budget_bytes) return;
+  const std::size_t streams = timelines.streams_with_work().size();
+  // Shown in floating point: the exact product may not fit in 64 bits.
+  const double needed =
+      static_cast<double>(clocks) * static_cast<double>(timelines.size()) * sizeof(std::uint32_t);
+  throw invalid_input(fmt::format(
+      "check: {} stream{} with work would need about {} of vector clocks ({} clocks x {} timelines x 4 "
+      "bytes), over the checker's {} GiB limit; check fewer streams or fewer chunks",
+      streams, streams == 1 ? "" : "s", show_bytes(needed), clocks, timelines.size(),
+      clock_budget_bytes >> 30));
+}
 
 void VectorClock::join(const VectorClock& other) noexcept {
   for (std::size_t i = 0; i < components_.size(); ++i)
     components_[i] = std::max(components_[i], other.components_[i]);
 }
 
-ClockWalker::ClockWalker(const Program& program)
-    : program_(program),
-      clock_(program.streams().size() + 1),
-      host_known_(program.streams().size() + 1),
-      stream_clocks_(program.streams().size(), VectorClock(program.streams().size() + 1)),
-      issued_(program.streams().size(), 0),
-      all_issued_(program.streams().size() + 1),
-      blocking_issued_(program.streams().size() + 1),
-      record_clocks_(program.events().size()),
-      records_(program.events().size()) {
-  for (std::size_t i = 0; i < program.streams().size(); ++i) {
-    if (program.streams()[i].kind == stream_kind::legacy_default) legacy_ = static_cast<stream_id>(i);
+ClockWalker::ClockWalker(const Program& program) : ClockWalker(program, Timelines(program)) {}
+
+ClockWalker::ClockWalker(const Program& program, Timelines timelines)
+    : program_(program), timelines_(std::move(timelines)) {
+  require_clock_budget(clocks_needed(program, timelines_), timelines_);
+  const std::size_t width = timelines_.size();
+  const std::size_t streams = timelines_.streams_with_work().size();
+  clock_ = VectorClock(width);
+  host_known_ = VectorClock(width);
+  zero_ = VectorClock(width);
+  stream_clocks_.assign(streams, VectorClock(width));
+  issued_.assign(streams, 0);
+  all_issued_ = VectorClock(width);
+  blocking_issued_ = VectorClock(width);
+  record_clocks_.resize(program.events().size());
+  records_.resize(program.events().size());
+  // A legacy default stream with no ops barriers nothing: joining its clock
+  // (all zero) would add nothing, so it needs no timeline.
+  for (const stream_id s : timelines_.streams_with_work()) {
+    if (program.streams()[s].kind == stream_kind::legacy_default) legacy_ = timelines_.of(s);
   }
+}
+
+std::uint64_t ClockWalker::clocks_needed(const Program& program, const Timelines& timelines) noexcept {
+  return std::uint64_t{timelines.streams_with_work().size()} + program.events().size() + walker_fixed_clocks;
 }
 
 std::optional<op_id> ClockWalker::last_record(event_id event) const noexcept {
@@ -56,9 +127,10 @@ const VectorClock& ClockWalker::step() {
 
 void ClockWalker::step_stream_op(const Op& op, op_id id) {
   const stream_id stream = *op.stream;
+  const timeline_id timeline = *timelines_.of(stream);  // it issues this op, so it has one
   const stream_kind kind = program_.streams()[stream].kind;
   // Stream order, and everything the host did before issuing it.
-  clock_ = stream_clocks_[stream];
+  clock_ = stream_clocks_[timeline];
   clock_.join(host_known_);
   // The legacy default stream barrier, in both directions.
   if (kind == stream_kind::legacy_default) {
@@ -70,10 +142,10 @@ void ClockWalker::step_stream_op(const Op& op, op_id id) {
   if (op.kind == op_kind::stream_wait_event && record_clocks_[*op.event]) {
     clock_.join(*record_clocks_[*op.event]);
   }
-  epoch_ = Epoch{stream, ++issued_[stream]};
+  epoch_ = Epoch{timeline, ++issued_[timeline]};
   clock_.place(epoch_);
 
-  stream_clocks_[stream] = clock_;
+  stream_clocks_[timeline] = clock_;
   all_issued_.join(clock_);
   if (is_blocking(kind)) blocking_issued_.join(clock_);
   if (op.kind == op_kind::event_record) {
@@ -86,7 +158,10 @@ void ClockWalker::step_stream_op(const Op& op, op_id id) {
 void ClockWalker::step_host_op(const Op& op) {
   clock_ = host_known_;
   switch (op.kind) {
-    case op_kind::stream_synchronize: clock_.join(stream_clocks_[*op.stream]); break;
+    case op_kind::stream_synchronize:
+      // A stream that never issues work has nothing to wait for.
+      if (const auto timeline = timelines_.of(*op.stream)) clock_.join(stream_clocks_[*timeline]);
+      break;
     case op_kind::event_synchronize:
       if (record_clocks_[*op.event]) clock_.join(*record_clocks_[*op.event]);
       break;
@@ -101,9 +176,13 @@ void ClockWalker::step_host_op(const Op& op) {
 }
 
 HappensBefore::HappensBefore(const Program& program) {
+  // Every op's clock lives alongside the walker's own while it runs.
+  Timelines timelines(program);
+  require_clock_budget(std::uint64_t{program.ops().size()} + ClockWalker::clocks_needed(program, timelines),
+                       timelines);
   clocks_.reserve(program.ops().size());
   epochs_.reserve(program.ops().size());
-  ClockWalker walker(program);
+  ClockWalker walker(program, std::move(timelines));
   while (!walker.done()) {
     clocks_.push_back(walker.step());
     epochs_.push_back(walker.epoch());

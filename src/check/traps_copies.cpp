@@ -44,7 +44,8 @@ std::map<op_id, std::vector<stream_id>> in_flight_at(const Program& p, const std
   while (!walker.done()) {
     if (wanted.contains(walker.next())) {
       auto& streams = result[walker.next()];
-      for (stream_id s = 0; s < p.streams().size(); ++s) {
+      // Only streams with work can have any in flight.
+      for (const stream_id s : walker.timelines().streams_with_work()) {
         if (walker.in_flight(s)) streams.push_back(s);
       }
     }

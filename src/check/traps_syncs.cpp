@@ -25,9 +25,11 @@ bool is_allocation(op_kind kind) {
   return kind == op_kind::device_allocate || kind == op_kind::host_allocate;
 }
 
-std::vector<stream_id> in_flight_streams(const Program& p, const ClockWalker& walker) {
+// Ascending. Only streams with work can have any in flight: visiting just
+// those keeps a program that declares a million streams cheap.
+std::vector<stream_id> in_flight_streams(const ClockWalker& walker) {
   std::vector<stream_id> streams;
-  for (stream_id s = 0; s < p.streams().size(); ++s) {
+  for (const stream_id s : walker.timelines().streams_with_work()) {
     if (walker.in_flight(s)) streams.push_back(s);
   }
   return streams;
@@ -95,7 +97,7 @@ void find_implicit_synchronization(TrapContext& context, std::vector<Finding>& f
     const op_id i = walker.next();
     // Between pipelined ops: device work in flight now, and more issued later.
     if (is_implicitly_synchronizing(p.ops()[i].kind) && i < last_stream_op) {
-      auto streams = in_flight_streams(p, walker);
+      auto streams = in_flight_streams(walker);
       if (!streams.empty()) {
         instances.push_back(i);
         in_flight[i] = std::move(streams);
@@ -185,13 +187,14 @@ void find_device_synchronize(TrapContext& context, std::vector<Finding>& finding
     if (op.kind == op_kind::device_synchronize && i + 1 >= p.ops().size()) left_in_flight.clear();
     if (op.kind == op_kind::device_synchronize && i + 1 < p.ops().size()) {
       std::vector<stream_id> need;
-      for (stream_id s = 0; s < p.streams().size(); ++s) {
+      // Coverage holds only streams that issued work, so no other can be needed.
+      for (const stream_id s : walker.timelines().streams_with_work()) {
         const auto& accesses = window.at(i);
         if (std::any_of(accesses.begin(), accesses.end(),
                         [&](const Access* a) { return coverage.conflicts(s, *a); }))
           need.push_back(s);
       }
-      std::vector<stream_id> flying = in_flight_streams(p, walker);
+      std::vector<stream_id> flying = in_flight_streams(walker);
       for (const stream_id s : left_in_flight) {
         if (std::find(flying.begin(), flying.end(), s) == flying.end()) flying.push_back(s);
       }

@@ -19,6 +19,14 @@
 // order (every rule points from an earlier-issued op to a later one, so
 // issue order is a topological order) at O(timelines) per op; HappensBefore
 // keeps all of them for random queries.
+//
+// Only streams that issue work are timelines (Timelines maps them densely):
+// a stream with no ops has no position anyone could cover, and giving it a
+// component anyway made every clock as wide as the declared stream count, so
+// a program declaring a million streams but using four needed terabytes.
+// What remains is still quadratic (clocks x timelines), so the walker sizes
+// its clocks before allocating them and refuses, as bad input, a program
+// whose clocks would pass clock_budget_bytes.
 #pragma once
 
 #include <cstddef>
@@ -30,13 +38,59 @@
 
 namespace overlap::check {
 
-/// A totally ordered line of execution: a stream (id = stream_id) or the
-/// host thread (id = number of streams).
+/// A totally ordered line of execution: a stream that issues at least one op,
+/// or the host thread. Ids are dense (see Timelines), not stream ids.
 using timeline_id = std::uint32_t;
+
+/// The most memory the vector clocks of one ClockWalker or HappensBefore may
+/// take: 2 GiB. Clock memory grows as clocks x timelines, so a program with
+/// tens of thousands of busy streams would otherwise run the machine out of
+/// memory (or get killed) before printing anything; refusing it with a
+/// message is the useful answer. 2 GiB leaves room for the rest of a check
+/// (the Program, the simulated timeline, repaired copies) on an ordinary
+/// workstation; a walker fits programs of up to about 23,000 busy streams.
+inline constexpr std::uint64_t clock_budget_bytes = std::uint64_t{2} << 30;
+
+/// Which timeline each stream is, built in one pass over the ops (stopping
+/// once every stream has shown work) and one over the streams. Streams with
+/// work get ids 0, 1, ... in stream-id order (so a program that uses every
+/// stream keeps timeline == stream id); streams with no ops get none; the
+/// host thread comes last.
+class Timelines {
+ public:
+  /// Maps `program`'s streams; keeps no reference to it.
+  explicit Timelines(const Program& program);
+
+  /// The timeline of `stream`, or nullopt when it issues no op.
+  [[nodiscard]] std::optional<timeline_id> of(stream_id stream) const noexcept {
+    const timeline_id t = of_stream_[stream];
+    return t == none ? std::nullopt : std::optional<timeline_id>(t);
+  }
+  /// The host thread's timeline: one past the last stream's.
+  [[nodiscard]] timeline_id host() const noexcept { return static_cast<timeline_id>(streams_.size()); }
+  /// Number of timelines: streams with work plus the host thread.
+  [[nodiscard]] std::size_t size() const noexcept { return streams_.size() + 1; }
+  /// The streams with work, ascending; timeline t is streams_with_work()[t].
+  [[nodiscard]] const std::vector<stream_id>& streams_with_work() const noexcept { return streams_; }
+
+ private:
+  static constexpr timeline_id none = ~timeline_id{0};
+  std::vector<timeline_id> of_stream_;  // per stream_id; none: no ops
+  std::vector<stream_id> streams_;
+};
+
+/// Bytes of vector-clock components `clocks` clocks over `timelines`
+/// timelines take (4 bytes each), saturating at UINT64_MAX instead of
+/// wrapping.
+[[nodiscard]] std::uint64_t clock_bytes(std::uint64_t clocks, std::uint64_t timelines) noexcept;
+
+/// Throws overlap::invalid_input, one line saying what `clocks` clocks over
+/// `timelines` would need and the limit, when that passes clock_budget_bytes.
+void require_clock_budget(std::uint64_t clocks, const Timelines& timelines);
 
 /// Where an op sits: its timeline and its position on it, counting from 1.
 struct Epoch {
-  timeline_id timeline = 0;    ///< the stream, or the host thread
+  timeline_id timeline = 0;    ///< the stream's timeline, or the host thread's
   std::uint32_t sequence = 0;  ///< 1 for the timeline's first op
 
   bool operator==(const Epoch&) const = default;
@@ -74,13 +128,25 @@ class VectorClock {
 /// Walks a Program in issue order, computing each op's vector clock.
 ///
 /// Streaming and allocation-free per op after start-up: memory is
-/// O(streams x timelines + events x timelines), whatever the program length.
-/// Use it when each op's clock is needed only while it is the current op
-/// (the race detector); use HappensBefore for queries between any two ops.
+/// O((streams with work + events) x timelines), whatever the program length
+/// and however many streams sit unused. Use it when each op's
+/// clock is needed only while it is the current op (the race detector); use
+/// HappensBefore for queries between any two ops.
 class ClockWalker {
  public:
   /// The walker keeps a reference to `program`, which must outlive it.
+  /// Throws overlap::invalid_input when its clocks would pass
+  /// clock_budget_bytes (see clocks_needed), before allocating them.
   explicit ClockWalker(const Program& program);
+  /// The same, reusing a mapping of `program` already built (HappensBefore
+  /// maps the program first to size all of its memory at once).
+  ClockWalker(const Program& program, Timelines timelines);
+
+  /// The most clocks a walker over `program`, mapped as `timelines`, keeps:
+  /// one per stream with work, one per event (once recorded), and the few of
+  /// its own.
+  [[nodiscard]] static std::uint64_t clocks_needed(const Program& program,
+                                                   const Timelines& timelines) noexcept;
 
   /// True when every op has been stepped over.
   [[nodiscard]] bool done() const noexcept { return next_ >= program_.ops().size(); }
@@ -98,38 +164,48 @@ class ClockWalker {
   /// device work it waited for). Every op issued from now on is ordered after
   /// all of it, so an access it covers can never race again.
   [[nodiscard]] const VectorClock& host_known() const noexcept { return host_known_; }
-  /// The clock of the last op issued on `stream` (all zero before its first).
+  /// The clock of the last op issued on `stream` (all zero before its first,
+  /// and always for a stream with no ops).
   [[nodiscard]] const VectorClock& stream_clock(stream_id stream) const noexcept {
-    return stream_clocks_[stream];
+    const auto t = timelines_.of(stream);
+    return t ? stream_clocks_[*t] : zero_;
   }
   /// Ops issued so far on `stream`.
-  [[nodiscard]] std::uint32_t issued_on(stream_id stream) const noexcept { return issued_[stream]; }
+  [[nodiscard]] std::uint32_t issued_on(stream_id stream) const noexcept {
+    const auto t = timelines_.of(stream);
+    return t ? issued_[*t] : 0;
+  }
   /// True when `stream` has issued work the host does not know is complete.
   [[nodiscard]] bool in_flight(stream_id stream) const noexcept {
-    return host_known_[stream] < issued_[stream];
+    const auto t = timelines_.of(stream);
+    return t && host_known_[*t] < issued_[*t];
   }
   /// The record a wait or event synchronize on `event` would bind to now:
   /// the most recent one issued, if any.
   [[nodiscard]] std::optional<op_id> last_record(event_id event) const noexcept;
 
-  /// The host thread's timeline (one past the last stream).
-  [[nodiscard]] timeline_id host_timeline() const noexcept {
-    return static_cast<timeline_id>(program_.streams().size());
-  }
-  /// Streams plus the host thread.
-  [[nodiscard]] std::size_t timeline_count() const noexcept { return program_.streams().size() + 1; }
+  /// Which timeline each stream is. Its streams_with_work() are the only
+  /// streams that can ever be in_flight(), so rules asking "which streams
+  /// have work in flight?" visit those, not every declared stream.
+  [[nodiscard]] const Timelines& timelines() const noexcept { return timelines_; }
+  /// The host thread's timeline (one past the last stream with work).
+  [[nodiscard]] timeline_id host_timeline() const noexcept { return timelines_.host(); }
+  /// Streams with work plus the host thread.
+  [[nodiscard]] std::size_t timeline_count() const noexcept { return timelines_.size(); }
 
  private:
   void step_stream_op(const Op& op, op_id id);
   void step_host_op(const Op& op);
 
   const Program& program_;
+  Timelines timelines_;
   std::size_t next_ = 0;
   VectorClock clock_;
   Epoch epoch_;
   VectorClock host_known_;
-  std::vector<VectorClock> stream_clocks_;
-  std::vector<std::uint32_t> issued_;
+  VectorClock zero_;                        // stream_clock() of a stream with no ops
+  std::vector<VectorClock> stream_clocks_;  // per timeline
+  std::vector<std::uint32_t> issued_;       // per timeline
   std::uint32_t host_calls_ = 0;
   // Join of every op issued so far, and of those on blocking streams: what a
   // device drain and the legacy barrier wait for, kept up to date per op so
@@ -138,14 +214,16 @@ class ClockWalker {
   VectorClock blocking_issued_;
   std::vector<std::optional<VectorClock>> record_clocks_;
   std::vector<std::optional<op_id>> records_;
-  std::optional<stream_id> legacy_;
+  std::optional<timeline_id> legacy_;  // the legacy default stream, when it has work
 };
 
 /// Every op's clock, for "is a ordered before b?" between any two ops.
-/// Memory is O(ops x timelines).
+/// Memory is O(ops x timelines), timelines counting only streams with work.
 class HappensBefore {
  public:
-  /// Computes every op's clock (one ClockWalker pass); keeps no reference to `program`.
+  /// Computes every op's clock (one ClockWalker pass); keeps no reference to
+  /// `program`. Throws overlap::invalid_input, before allocating any clock,
+  /// when its clocks and its walker's would together pass clock_budget_bytes.
   explicit HappensBefore(const Program& program);
 
   /// True when `before` happens before `after` (an op does not precede itself).
