@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "overlap/core/error.hpp"
+#include "overlap/core/limits.hpp"
 #include "overlap/io/spec.hpp"
 
 namespace {
@@ -372,10 +373,10 @@ TEST(SpecWriter, DoublesReadBackToTheBit) {
                                      0.1 + 0.2,
                                      5e-324,
                                      2.2250738585072014e-308,
-                                     std::numeric_limits<double>::max(),
-                                     1e22,
-                                     1e23,
-                                     9007199254740993.0};
+                                     overlap::limits::max_time,
+                                     std::nextafter(overlap::limits::max_time, 0.0),
+                                     999999999999.9999,
+                                     9007199254.740993};
   Program p;
   const stream_id s = p.add_stream("s");
   for (const double t : times) p.kernel(s, t, t > 0.0 && t <= 1.0 ? t : 1.0);
@@ -494,8 +495,8 @@ class RandomProgram {
     return options[static_cast<std::size_t>(between(0, static_cast<int>(options.size()) - 1))];
   }
   std::uint64_t large() {
-    return chance(0.2) ? std::numeric_limits<std::uint64_t>::max()
-                       : std::uniform_int_distribution<std::uint64_t>()(rng_);
+    return chance(0.2) ? overlap::limits::max_bytes
+                       : std::uniform_int_distribution<std::uint64_t>(0, overlap::limits::max_bytes)(rng_);
   }
   std::uint64_t count() { return chance(0.5) ? static_cast<std::uint64_t>(between(0, 4096)) : large(); }
 
@@ -512,14 +513,13 @@ class RandomProgram {
 
   double time() {
     switch (between(0, 5)) {
-      case 0:
-        return pick(
-            std::vector<double>{0.0, 0.1, 1e-9, 123456.789, 5e-324, std::numeric_limits<double>::max()});
+      case 0: return pick(std::vector<double>{0.0, 0.1, 1e-9, 123456.789, 5e-324, overlap::limits::max_time});
       case 1: return std::uniform_real_distribution<double>(0.0, 1e6)(rng_);
-      case 2: {  // any finite double >= 0, from its bits
+      case 2: {  // any double from 0 to the time limit, from its bits
         const double d =
             std::fabs(std::bit_cast<double>(std::uniform_int_distribution<std::uint64_t>()(rng_)));
-        return std::isfinite(d) ? d : 1.5;
+        return overlap::limits::is_time(d) ? d
+                                           : std::fmod(std::isfinite(d) ? d : 1.5, overlap::limits::max_time);
       }
       default: return static_cast<double>(between(0, 100)) / 10.0;
     }

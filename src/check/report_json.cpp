@@ -59,7 +59,8 @@ std::string format_json(const Report& report, severity fail_on) {
                       {"info", report.count(severity::info)}}},
                     {"races_truncated", report.races_truncated},
                     {"findings", findings}};
-  return out.dump(2) + "\n";
+  // Names from input may be any bytes; JSON is UTF-8 (bad bytes become U+FFFD).
+  return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace overlap::check

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "overlap/core/error.hpp"
+#include "overlap/core/limits.hpp"
 
 namespace overlap {
 
@@ -93,6 +94,10 @@ std::uint64_t parse_byte_size(std::string_view text, std::string_view field) {
   if (!bytes) {
     throw invalid_input(
         fmt::format("{}: '{}' is not a byte count (expected {})", field, text, kByteSizeExpected));
+  }
+  if (*bytes > limits::max_bytes) {
+    throw invalid_input(
+        fmt::format("{}: '{}' is over the limit of 1 TiB (more than any GPU or host holds)", field, text));
   }
   return *bytes;
 }

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "overlap/core/error.hpp"
+#include "overlap/core/limits.hpp"
 
 namespace overlap {
 
@@ -198,9 +199,9 @@ void validate_curve(const BandwidthCurve& curve, std::string_view field) {
   }
   for (std::size_t i = 0; i < curve.points.size(); ++i) {
     const auto& p = curve.points[i];
-    if (!(p.gigabytes_per_second > 0.0) || !std::isfinite(p.gigabytes_per_second)) {
-      throw invalid_input(
-          fmt::format("{}[{}].gbps: {} is out of range (expected > 0)", field, i, p.gigabytes_per_second));
+    if (!(p.gigabytes_per_second >= 1e-9 && p.gigabytes_per_second <= limits::max_time)) {
+      throw invalid_input(fmt::format("{}[{}].gbps: {} is out of range (expected from 1e-9 to 1e12)", field,
+                                      i, p.gigabytes_per_second));
     }
     if (i > 0 && p.bytes <= curve.points[i - 1].bytes) {
       throw invalid_input(fmt::format("{}[{}].bytes: must be larger than the point before", field, i));
@@ -208,15 +209,18 @@ void validate_curve(const BandwidthCurve& curve, std::string_view field) {
   }
 }
 
+// Every figure is bounded above as well, so no model can make a duration
+// infinite: the input limits apply to models as to specs.
 void require_non_negative(double value, std::string_view field) {
-  if (!(value >= 0.0) || !std::isfinite(value)) {
-    throw invalid_input(fmt::format("{}: {} is out of range (expected a finite number >= 0)", field, value));
+  if (!limits::is_time(value)) {
+    throw invalid_input(
+        fmt::format("{}: {} is out of range (expected {})", field, value, limits::time_expected));
   }
 }
 
 void require_slowdown(double value, std::string_view field) {
-  if (!(value >= 1.0) || !std::isfinite(value)) {
-    throw invalid_input(fmt::format("{}: {} is out of range (expected >= 1)", field, value));
+  if (!(value >= 1.0 && value <= 1e6)) {
+    throw invalid_input(fmt::format("{}: {} is out of range (expected from 1 to 1e6)", field, value));
   }
 }
 
@@ -248,7 +252,7 @@ ProbeRecord probe_from_json(const json& j) {
       else if (key == "spread")
         p.spread = value.get<std::map<std::string, double>>();
       else if (key == "raw")
-        p.raw = value.dump();
+        p.raw = value.dump(-1, ' ', false, json::error_handler_t::replace);
       else
         throw invalid_input(fmt::format("device model: probe: unknown field '{}'", key));
     } catch (const json::exception&) {
@@ -322,9 +326,10 @@ std::vector<StagingPoint> staging_from_json(const json& j) {
   return points;
 }
 
+// Rates and per-call costs: a rate of 1e-300 GB/s would make every copy last forever.
 void require_positive(double value, std::string_view field) {
-  if (!(value > 0.0) || !std::isfinite(value)) {
-    throw invalid_input(fmt::format("{}: {} is out of range (expected a finite number > 0)", field, value));
+  if (!(value >= 1e-9 && value <= limits::max_time)) {
+    throw invalid_input(fmt::format("{}: {} is out of range (expected from 1e-9 to 1e12)", field, value));
   }
 }
 
@@ -434,7 +439,7 @@ std::string DeviceModel::to_json() const {
   if (host_register_ms_per_gib) j["host_register_ms_per_gib"] = *host_register_ms_per_gib;
   if (host_unregister_ms_per_gib) j["host_unregister_ms_per_gib"] = *host_unregister_ms_per_gib;
   if (probe) j["probe"] = probe_to_json(*probe);
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 namespace {
@@ -454,7 +459,7 @@ DeviceModel DeviceModel::from_json(std::string_view text) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // out_of_range too: a number past a double, 1e400
     throw invalid_input(fmt::format("device model: not valid JSON ({})", e.what()));
   }
   if (!j.is_object()) throw invalid_input("device model: expected a JSON object");
@@ -547,15 +552,15 @@ DeviceModel DeviceModel::load(std::string_view preset_or_path) {
   const auto names = preset_names();
   if (std::find(names.begin(), names.end(), preset_or_path) != names.end()) return preset(preset_or_path);
   const std::filesystem::path path{std::string(preset_or_path)};
-  std::ifstream in(path);
-  if (!in) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec) && !std::ifstream(path)) {
     throw invalid_input(fmt::format("device: '{}' is neither a preset ({}) nor a readable model file",
                                     preset_or_path, fmt::join(names, ", ")));
   }
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = limits::read_file(path.string(), limits::max_json_file_bytes, "device model",
+                                             "a model is a few kilobytes of JSON");
   try {
-    return from_json(text.str());
+    return from_json(text);
   } catch (const invalid_input& e) {
     throw invalid_input(fmt::format("{}: {}", path.string(), e.what()));
   }

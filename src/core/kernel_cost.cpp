@@ -10,6 +10,7 @@
 #include <set>
 
 #include "overlap/core/error.hpp"
+#include "overlap/core/limits.hpp"
 
 namespace overlap {
 
@@ -20,9 +21,9 @@ using json = nlohmann::json;
 constexpr double kMiB = 1024.0 * 1024.0;
 
 void require_coefficient(double value, std::string_view field, std::string_view name) {
-  if (!(std::isfinite(value) && value >= 0.0)) {
+  if (!limits::is_time(value)) {
     throw invalid_input(
-        fmt::format("{}.{}: {} is out of range (expected a finite number >= 0)", field, name, value));
+        fmt::format("{}.{}: {} is out of range (expected {})", field, name, value, limits::time_expected));
   }
 }
 
@@ -124,7 +125,8 @@ void KernelCost::validate(std::string_view field) const {
 
 std::string KernelCost::to_json() const {
   const json value = {{"fixed_ms", fixed_ms}, {"ms_per_mib", ms_per_mib}, {"wave_bytes", wave_bytes}};
-  return value.dump(2) + "\n";
+  // Names from input may be any bytes; JSON is UTF-8 (bad bytes become U+FFFD).
+  return value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 KernelCost KernelCost::from_json(std::string_view text, std::string_view field) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "overlap/core/error.hpp"
+#include "overlap/core/limits.hpp"
 
 namespace overlap {
 
@@ -56,12 +57,11 @@ std::filesystem::path cached_model_path(const cached_model_key& key) {
 
 std::optional<DeviceModel> load_cached_model(const cached_model_key& key) {
   const std::filesystem::path path = cached_model_path(key);
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
+  if (!std::ifstream(path)) return std::nullopt;
   try {
-    return DeviceModel::from_json(text.str());
+    return DeviceModel::from_json(limits::read_file(path.string(), limits::max_json_file_bytes,
+                                                    "cached device model",
+                                                    "a model is a few kilobytes of JSON"));
   } catch (const invalid_input& e) {
     throw invalid_input(
         fmt::format("{}: {} (run `overlap probe --cache` to measure it again)", path.string(), e.what()));

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "overlap/core/error.hpp"
+#include "overlap/core/limits.hpp"
 
 namespace overlap {
 
@@ -22,8 +23,9 @@ void require_at_least_one(std::uint32_t value, std::string_view field) {
 }
 
 void require_total_time(const std::optional<double>& value, std::string_view field) {
-  if (value && !(std::isfinite(*value) && *value >= 0.0)) {
-    throw invalid_input(fmt::format("{}: {} is not a time (expected a finite number >= 0)", field, *value));
+  if (value && !limits::is_time(*value)) {
+    throw invalid_input(
+        fmt::format("{}: {} is not a time (expected {})", field, *value, limits::time_expected));
   }
 }
 
@@ -397,9 +399,19 @@ namespace {
 /// The Program of a shape whose chunk count is settled.
 Program build_program(const PipelineShape& shape) {
   validate(shape);
+  // Refused before anything is allocated for them.
+  if (std::uint64_t{shape.chunks} * 3 > limits::max_ops) {
+    throw invalid_input(fmt::format(
+        "chunks: {} chunks make at least {} ops, over the limit of {} ops in a program (use fewer, larger "
+        "chunks: past a few thousand the timeline looks the same)",
+        shape.chunks, std::uint64_t{shape.chunks} * 3, limits::max_ops));
+  }
+  limits::require_at_most(shape.streams, limits::max_streams, "streams", "streams",
+                          "a program's streams are declared one by one");
   Program program;
   program.name = shape.name;
   program.time_unit = shape.time_unit;
+  program.reserve(shape.streams, 3 * static_cast<std::size_t>(shape.chunks));
   Layout layout{shape, chunk_bytes(shape), {}, {}, effective_ring_depth(shape)};
   for (std::uint32_t s = 0; s < shape.streams; ++s) {
     layout.streams.push_back(program.add_stream(fmt::format("Stream{}", s + 1), shape.kind));

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "overlap/core/error.hpp"
+#include "overlap/core/limits.hpp"
 
 namespace overlap {
 
@@ -98,8 +99,9 @@ void require_time(const std::optional<double>& value, std::string_view field, bo
     if (required) throw invalid_input(fmt::format("{}: required", field));
     return;
   }
-  if (!std::isfinite(*value) || *value < 0.0) {
-    throw invalid_input(fmt::format("{}: {} is not a time (expected a finite number >= 0)", field, *value));
+  if (!limits::is_time(*value)) {
+    throw invalid_input(
+        fmt::format("{}: {} is not a time (expected {})", field, *value, limits::time_expected));
   }
 }
 
@@ -108,16 +110,21 @@ void require_time(const std::optional<double>& value, std::string_view field, bo
 stream_id Program::add_stream(std::string stream_name, stream_kind kind, int priority) {
   if (stream_name.empty()) throw invalid_input("stream name: must not be empty");
   if (find_stream(stream_name)) throw invalid_input(fmt::format("stream '{}': declared twice", stream_name));
-  if (kind == stream_kind::legacy_default) {
-    for (const Stream& s : streams_) {
-      if (s.kind == stream_kind::legacy_default) {
-        throw invalid_input(
-            fmt::format("stream '{}': the legacy default stream is already '{}'", stream_name, s.name));
-      }
-    }
+  if (kind == stream_kind::legacy_default && legacy_stream_) {
+    throw invalid_input(fmt::format("stream '{}': the legacy default stream is already '{}'", stream_name,
+                                    streams_[*legacy_stream_].name));
   }
+  const auto id = static_cast<stream_id>(streams_.size());
+  stream_index_.emplace(stream_name, id);
+  if (kind == stream_kind::legacy_default) legacy_stream_ = id;
   streams_.push_back(Stream{std::move(stream_name), kind, priority});
-  return static_cast<stream_id>(streams_.size() - 1);
+  return id;
+}
+
+void Program::reserve(std::size_t streams, std::size_t ops) {
+  streams_.reserve(streams);
+  stream_index_.reserve(streams);
+  ops_.reserve(ops);
 }
 
 Program Program::without_ops() const {
@@ -126,35 +133,36 @@ Program Program::without_ops() const {
   copy.time_unit = time_unit;
   copy.streams_ = streams_;
   copy.events_ = events_;
+  copy.stream_index_ = stream_index_;
+  copy.event_index_ = event_index_;
+  copy.legacy_stream_ = legacy_stream_;
   return copy;
 }
 
 stream_id Program::legacy_default_stream() {
-  for (std::size_t i = 0; i < streams_.size(); ++i) {
-    if (streams_[i].kind == stream_kind::legacy_default) return static_cast<stream_id>(i);
-  }
+  if (legacy_stream_) return *legacy_stream_;
   return add_stream("default", stream_kind::legacy_default);
 }
 
 event_id Program::add_event(std::string event_name) {
   if (event_name.empty()) throw invalid_input("event name: must not be empty");
   if (find_event(event_name)) throw invalid_input(fmt::format("event '{}': declared twice", event_name));
+  const auto id = static_cast<event_id>(events_.size());
+  event_index_.emplace(event_name, id);
   events_.push_back(std::move(event_name));
-  return static_cast<event_id>(events_.size() - 1);
+  return id;
 }
 
 std::optional<stream_id> Program::find_stream(std::string_view stream_name) const noexcept {
-  for (std::size_t i = 0; i < streams_.size(); ++i) {
-    if (streams_[i].name == stream_name) return static_cast<stream_id>(i);
-  }
-  return std::nullopt;
+  const auto found = stream_index_.find(stream_name);
+  if (found == stream_index_.end()) return std::nullopt;
+  return found->second;
 }
 
 std::optional<event_id> Program::find_event(std::string_view event_name) const noexcept {
-  for (std::size_t i = 0; i < events_.size(); ++i) {
-    if (events_[i] == event_name) return static_cast<event_id>(i);
-  }
-  return std::nullopt;
+  const auto found = event_index_.find(event_name);
+  if (found == event_index_.end()) return std::nullopt;
+  return found->second;
 }
 
 void Program::validate(const Op& op) const {
@@ -177,9 +185,19 @@ void Program::validate(const Op& op) const {
     throw invalid_input(
         fmt::format("kernel: share: {} is out of range (expected 0 < share <= 1)", op.gpu_share));
   }
+  // Bounded like durations, so sums and ends (offset + size) cannot overflow.
+  const auto require_bytes = [&](std::uint64_t bytes, std::string_view field) {
+    if (bytes > limits::max_bytes) {
+      throw invalid_input(fmt::format("{}: {}: {} is over the limit of 1 TiB (expected at most {} bytes)",
+                                      to_string(op.kind), field, bytes, limits::max_bytes));
+    }
+  };
+  require_bytes(op.bytes, "bytes");
   for (const Access& access : op.accesses) {
     if (access.buffer.empty())
       throw invalid_input(fmt::format("{}: access: buffer name must not be empty", to_string(op.kind)));
+    require_bytes(access.offset, "access offset");
+    require_bytes(access.size.value_or(0), "access bytes");
   }
 }
 

@@ -39,6 +39,8 @@ std::vector<std::string> format_names() {
 std::string format_number(double value) {
   if (!std::isfinite(value)) return fmt::format("{}", value);
   const double magnitude = std::abs(value);
+  // Past 15 digits the decimals say nothing: 1.5e+18, never a wall of digits.
+  if (magnitude >= 1e15) return fmt::format("{:.4g}", value);
   int decimals = 4;
   // Below 1, keep 4 significant digits rather than rounding 0.000123 to 0.0001.
   if (magnitude > 0.0 && magnitude < 1.0) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "overlap/core/error.hpp"
+#include "overlap/core/limits.hpp"
 #include "overlap/core/program.hpp"
 #include "spec_fields.hpp"
 #include "spec_forms.hpp"
@@ -203,11 +204,13 @@ class ExplicitReader {
  public:
   void read_streams(const Field& list) {
     require_list(list, "a list of streams {name, kind, priority}", true);
+    require_at_most(list, limits::max_streams, "streams");
     for (const Field& element : list.elements()) read_stream(element);
   }
 
   void read_events(const Field& list) {
     require_list(list, "a list of event names", true);
+    require_at_most(list, limits::max_events, "events");
     for (const Field& element : list.elements()) {
       const std::string name = read_string(element);
       if (program_.find_event(name))
@@ -218,6 +221,7 @@ class ExplicitReader {
 
   void read_buffers(const Field& map) {
     require_map(map, "a map of buffer name -> size in bytes");
+    require_at_most(map, limits::max_events, "buffers");
     buffers_.emplace();
     for (const auto& [key, value] : map.members()) {
       const std::string name = read_string(key);
@@ -229,12 +233,22 @@ class ExplicitReader {
 
   void read_ops(const Field& list) {
     require_list(list, "a list of ops, each a map with op: and its fields");
+    require_at_most(list, limits::max_ops, "ops");
     for (const Field& element : list.elements()) read_op(element);
   }
 
   Program take() { return std::move(program_); }
 
  private:
+  // Checked before the elements are read: the file's size bounds them, but
+  // the limits are the same whichever way a program arrives.
+  static void require_at_most(const Field& field, std::uint64_t limit, std::string_view what) {
+    if (field.node().size() > limit) {
+      field.fail(fmt::format("{} {} is over the limit", field.node().size(), what),
+                 fmt::format("at most {} {}", limit, what));
+    }
+  }
+
   void read_stream(const Field& field) {
     // `- s1` is shorthand for `- {name: s1}`.
     if (field.node().IsScalar()) return add_stream(field, field, stream_kind::blocking, 0);
@@ -314,11 +328,15 @@ class ExplicitReader {
   /// The per-thread default stream: one declared as `per_thread`, else the
   /// first declared one, else "per_thread" made on first use.
   stream_id per_thread_stream() {
-    if (const std::optional<stream_id> named = program_.find_stream("per_thread")) return *named;
+    // Found once: a search per op was quadratic in specs of many streams.
+    if (per_thread_) return *per_thread_;
+    if (const std::optional<stream_id> named = program_.find_stream("per_thread"))
+      return *(per_thread_ = named);
     for (std::size_t i = 0; i < program_.streams().size(); ++i) {
-      if (program_.streams()[i].kind == stream_kind::per_thread_default) return static_cast<stream_id>(i);
+      if (program_.streams()[i].kind == stream_kind::per_thread_default)
+        return *(per_thread_ = static_cast<stream_id>(i));
     }
-    return program_.add_stream("per_thread", stream_kind::per_thread_default);
+    return *(per_thread_ = program_.add_stream("per_thread", stream_kind::per_thread_default));
   }
 
   event_id resolve_event(const Field& field) const {
@@ -366,29 +384,28 @@ class ExplicitReader {
   }
 
   [[nodiscard]] std::string streams_expected() const {
-    field_list names;
+    std::vector<std::string> names;
     for (const Stream& stream : program_.streams()) names.push_back(stream.name);
     for (const std::string_view name : {"default", "per_thread"}) {
-      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.emplace_back(name);
     }
-    return "a declared stream or a default one: " + join(names);
+    return "a declared stream or a default one: " + join_some(names);
   }
 
   [[nodiscard]] std::string events_expected() const {
     if (program_.events().empty()) return "an event declared under events:";
-    std::string names;
-    for (const std::string& event : program_.events()) names += (names.empty() ? "" : ", ") + event;
-    return "one of: " + names;
+    return "one of: " + join_some(program_.events());
   }
 
   [[nodiscard]] std::string buffer_names() const {
-    std::string names;
-    for (const auto& [name, size] : *buffers_) names += (names.empty() ? "" : ", ") + name;
-    return names;
+    std::vector<std::string> names;
+    for (const auto& [name, size] : *buffers_) names.push_back(name);
+    return join_some(names);
   }
 
   Program program_;
   std::optional<std::map<std::string, std::uint64_t>> buffers_;  // empty: buffers: absent
+  std::optional<stream_id> per_thread_;
 };
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <limits>
 #include <set>
 
+#include "overlap/core/limits.hpp"
+
 namespace overlap::io::spec {
 
 namespace {
@@ -24,6 +26,14 @@ std::string join(const field_list& names) {
     if (!out.empty()) out += ", ";
     out += name;
   }
+  return out;
+}
+
+std::string join_some(const std::vector<std::string>& names) {
+  constexpr std::size_t kShown = 8;
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) out += (i == 0 ? "" : ", ") + names[i];
+  if (names.size() > kShown) out += fmt::format(" and {} more", names.size() - kShown);
   return out;
 }
 
@@ -79,7 +89,7 @@ double read_number(const Field& field, std::string_view expected) {
 
 double read_time(const Field& field) {
   const double value = read_number(field, kTimeExpected);
-  if (!std::isfinite(value) || value < 0.0) {
+  if (!limits::is_time(value)) {
     field.fail(fmt::format("{} is out of range", field.node().Scalar()), kTimeExpected);
   }
   return value;
@@ -118,7 +128,9 @@ bool read_bool(const Field& field) {
 }
 
 std::optional<std::uint64_t> parse_byte_count(std::string_view text) {
-  return parse_byte_size(text);
+  const std::optional<std::uint64_t> bytes = parse_byte_size(text);
+  if (bytes && *bytes > limits::max_bytes) return std::nullopt;
+  return bytes;
 }
 
 std::uint64_t read_bytes(const Field& field) {

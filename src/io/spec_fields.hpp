@@ -18,17 +18,23 @@
 
 #include "overlap/core/byte_size.hpp"
 #include "overlap/core/error.hpp"
+#include "overlap/core/limits.hpp"
 #include "overlap/core/program.hpp"
 
 namespace overlap::io::spec {
 
 using field_list = std::vector<std::string_view>;
 
-inline constexpr std::string_view kTimeExpected = "a finite number >= 0";
-inline constexpr std::string_view kBytesExpected = kByteSizeExpected;
+inline constexpr std::string_view kTimeExpected = limits::time_expected;
+inline constexpr std::string_view kBytesExpected =
+    "a byte count from 0 to 1 TiB, optionally with a unit: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB";
 
 /// "a, b, c": names listed in a message.
 std::string join(const field_list& names);
+
+/// The same for names from the input, cut after the first few ("a, b, c and 99997 more"): a message stays one
+/// readable line however many names a program declares.
+std::string join_some(const std::vector<std::string>& names);
 
 /// User text quoted for a message: errors are one line, so a multi-line
 /// or long scalar is escaped and cut.
@@ -138,7 +144,8 @@ std::uint32_t read_count(const Field& field);
 
 bool read_bool(const Field& field);
 
-/// "4096", "64 KiB", "1.5GiB": humans write sizes with units.
+/// "4096", "64 KiB", "1.5GiB": humans write sizes with units. Nothing for
+/// a size over limits::max_bytes, so no sum of them overflows.
 std::optional<std::uint64_t> parse_byte_count(std::string_view text);
 
 std::uint64_t read_bytes(const Field& field);

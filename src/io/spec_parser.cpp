@@ -3,6 +3,7 @@
 // `pipeline:` shorthand or the explicit ops: list). Field and the scalar
 // readers that every part shares are in spec_fields.hpp.
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -16,6 +17,7 @@
 #include <system_error>
 
 #include "overlap/core/error.hpp"
+#include "overlap/core/limits.hpp"
 #include "overlap/io/spec.hpp"
 #include "spec_fields.hpp"
 #include "spec_forms.hpp"
@@ -79,22 +81,22 @@ Spec parse_spec(std::string_view text, std::string_view source) {
   try {
     const YAML::Node root = YAML::Load(std::string(text));
     return read_spec(Field(source_name, root, "", 1));
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own text for it is "bad file".
+    throw invalid_input(
+        fmt::format("{}:{}: syntax error: lists and maps nested too deep (expected a few levels: "
+                    "a spec nests 4)",
+                    source_name, e.mark.is_null() ? 1 : e.mark.line + 1));
   } catch (const YAML::Exception& e) {
     fail_yaml(e, source_name);
   }
 }
 
 Spec load_spec(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw invalid_input(fmt::format("cannot read {}: is a directory", path.string()));
-  }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw invalid_input(fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) throw invalid_input(fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
-  return parse_spec(text.str(), path.string());
+  const std::string text = limits::read_file(
+      path.string(), limits::max_spec_file_bytes, "spec file",
+      "yaml-cpp needs ~100 bytes of memory per byte; write long pipelines in the pipeline: form");
+  return parse_spec(text, path.string());
 }
 
 }  // namespace overlap::io

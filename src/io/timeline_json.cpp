@@ -81,6 +81,10 @@ ordered_json host_span_to_json(const HostSpan& host) {
           {"end", host.end}};
 }
 
+// Names are any bytes (a spec reads back names that are not UTF-8), but JSON
+// is UTF-8: bytes that are not are written as U+FFFD rather than thrown at.
+constexpr auto replace_not_utf8 = ordered_json::error_handler_t::replace;
+
 // One element per line: diffable and greppable, and a million spans are
 // serialized one small object at a time instead of as one huge document.
 template <typename Element, typename ToJson>
@@ -88,7 +92,7 @@ std::string array_text(const char* name, const std::vector<Element>& elements, T
   std::string text = fmt::format(" \"{}\": [", name);
   for (std::size_t i = 0; i < elements.size(); ++i) {
     text += i == 0 ? "\n  " : ",\n  ";
-    text += to_json_element(elements[i]).dump();
+    text += to_json_element(elements[i]).dump(-1, ' ', false, replace_not_utf8);
   }
   return text + (elements.empty() ? "]" : "\n ]");
 }
@@ -287,8 +291,11 @@ std::string to_json(const Timeline& timeline) {
                                {"program_name", timeline.program_name},
                                {"device", timeline.device},
                                {"time_unit", timeline.time_unit},
-                               {"sequential_time", timeline.sequential_time}};
-  std::string text = header.dump(1);
+                               {"sequential_time", timeline.sequential_time},
+                               // Derived (the last end among the spans), so scripts need not
+                               // recompute it; the reader ignores it.
+                               {"total_time", timeline.total()}};
+  std::string text = header.dump(1, ' ', false, replace_not_utf8);
   text.erase(text.rfind('\n'));  // reopen the object ("\n}") to append the arrays after its fields
   text += ",\n" + array_text("streams", timeline.streams, stream_to_json);
   text += ",\n" + array_text("spans", timeline.spans, span_to_json);
@@ -300,7 +307,7 @@ Timeline timeline_from_json(std::string_view text) {
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& parse_error) {
+  } catch (const json::exception& parse_error) {  // out_of_range too: a number past a double, 1e400
     throw invalid_input(fmt::format("timeline JSON: {}", parse_error.what()));
   }
   if (!root.is_object()) throw invalid_input("timeline JSON: expected an object at the top level");

@@ -10,6 +10,7 @@
 
 #include "overlap/core/byte_size.hpp"
 #include "overlap/core/error.hpp"
+#include "overlap/core/limits.hpp"
 
 namespace overlap::sim::detail {
 
@@ -94,9 +95,9 @@ void validate(const Workload& workload, const PlanOptions& options) {
         "kernel: more than one of kernel_total_ms, kernel_gigabytes_per_second and kernel_cost given "
         "(expected at most one)");
   }
-  if (const auto& ms = workload.kernel_total_ms; ms && !(std::isfinite(*ms) && *ms >= 0.0)) {
+  if (const auto& ms = workload.kernel_total_ms; ms && !limits::is_time(*ms)) {
     throw invalid_input(
-        fmt::format("kernel_total_ms: {} is not a time (expected a finite number >= 0)", *ms));
+        fmt::format("kernel_total_ms: {} is not a time (expected {})", *ms, limits::time_expected));
   }
   if (const auto& rate = workload.kernel_gigabytes_per_second;
       rate && !(std::isfinite(*rate) && *rate > 0.0)) {

@@ -118,9 +118,9 @@ class Simulation {
     last_unit_on_stream_.assign(program.streams().size(), engine::none);
     crossed_on_stream_.assign(program.streams().size(), false);
     last_record_.assign(program.events().size(), no_index);
+    busy_since_legacy_.assign(program.streams().size(), false);
     for (std::size_t i = 0; i < program.streams().size(); ++i) {
       if (is_legacy(program.streams()[i])) legacy_stream_ = static_cast<stream_id>(i);
-      if (is_blocking(program.streams()[i])) blocking_streams_.push_back(static_cast<stream_id>(i));
     }
     prepare_ops();
     assign_batches();
@@ -333,11 +333,23 @@ class Simulation {
 
     depend(id, last_on_stream_[stream], wait_reason::stream_order);
     // The legacy default stream waits for every blocking stream and they wait for it.
+    // Only the blocking streams issued to since the last legacy op: it
+    // already waits for their earlier work and this op follows it, and a
+    // scan of every stream per legacy op was quadratic.
     if (is_legacy(info)) {
-      for (stream_id other : blocking_streams_)
+      // In stream order, as a scan would meet them: ties name the same cause.
+      std::sort(blocking_since_legacy_.begin(), blocking_since_legacy_.end());
+      for (stream_id other : blocking_since_legacy_) {
         depend(id, last_on_stream_[other], wait_reason::default_stream);
-    } else if (is_blocking(info) && legacy_stream_) {
-      depend(id, last_on_stream_[*legacy_stream_], wait_reason::default_stream);
+        busy_since_legacy_[other] = false;
+      }
+      blocking_since_legacy_.clear();
+    } else if (is_blocking(info)) {
+      if (legacy_stream_) depend(id, last_on_stream_[*legacy_stream_], wait_reason::default_stream);
+      if (!busy_since_legacy_[stream]) {
+        busy_since_legacy_[stream] = true;
+        blocking_since_legacy_.push_back(stream);
+      }
     }
     if (op.kind == op_kind::stream_wait_event) {
       // The wait binds to the most recent record issued before it; none: no wait.
@@ -702,7 +714,8 @@ class Simulation {
   std::vector<bool> crossed_on_stream_;      // a wait for an event since then
   std::vector<std::uint32_t> last_record_;
   std::optional<stream_id> legacy_stream_;
-  std::vector<stream_id> blocking_streams_;
+  std::vector<stream_id> blocking_since_legacy_;
+  std::vector<bool> busy_since_legacy_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::uint64_t sequence_ = 0;
   std::uint32_t active_h2d_ = no_index;

@@ -117,7 +117,8 @@ std::string format_json(const AuditReport& r, check::severity fail_on) {
         {"fail_on", check::to_string(fail_on)},
         {"fails", r.fails(fail_on)}}},
   };
-  return j.dump(2) + "\n";
+  // Names from input may be any bytes; JSON is UTF-8 (bad bytes become U+FFFD).
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace overlap::trace

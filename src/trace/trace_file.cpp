@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "overlap/core/error.hpp"
+#include "overlap/core/limits.hpp"
 
 namespace overlap::trace {
 
@@ -178,14 +179,36 @@ std::string_view to_string(call_class cls) noexcept {
   return "other";
 }
 
+namespace {
+
+// std::getline with a bound: a file with no newline (or /dev/zero) must not
+// fill the memory before the record is found to be bad.
+bool next_line(std::streambuf& in, std::string& line, std::string_view source, std::size_t number) {
+  line.clear();
+  for (int c = in.sbumpc(); c != std::char_traits<char>::eof(); c = in.sbumpc()) {
+    if (c == '\n') return true;
+    if (line.size() == limits::max_trace_line_bytes) {
+      throw invalid_input(fmt::format("{}:{}: a record longer than {} bytes (expected one record per line)",
+                                      source, number, limits::max_trace_line_bytes));
+    }
+    line.push_back(static_cast<char>(c));
+  }
+  return !line.empty();
+}
+
+}  // namespace
+
 RawTrace read_trace(std::istream& in, std::string_view source) {
   RawTrace trace;
   std::string line;
   std::size_t number = 0;
-  while (std::getline(in, line)) {
+  std::streambuf& buffer = *in.rdbuf();
+  while (next_line(buffer, line, source, number + 1)) {
     ++number;
+    limits::require_at_most(number, limits::max_trace_records, source, "records",
+                            "a trace of more calls is beyond what the audit analyses");
     if (line.empty()) continue;
-    const bool last = in.peek() == std::char_traits<char>::eof();
+    const bool last = buffer.sgetc() == std::char_traits<char>::eof();
     json object = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (object.is_discarded() || !object.is_object()) {
       // A process killed mid-write leaves its last line cut short.

@@ -13,41 +13,14 @@
 #include <cstring>
 #include <ctime>
 
+#include "overlap/core/utf8.hpp"
+
 namespace overlap::inject {
 
 namespace {
 
 constexpr std::string_view hex_digits = "0123456789abcdef";
 constexpr std::string_view replacement_character = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
-
-/// Length of the valid UTF-8 sequence starting at text[i], or 0 if the bytes
-/// there are not one (RFC 3629: no overlong forms, no surrogates, <= U+10FFFF).
-std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  std::size_t length = 0;
-  unsigned char second_min = 0x80;
-  unsigned char second_max = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) second_min = 0xA0;  // overlong
-    if (lead == 0xED) second_max = 0x9F;  // surrogates
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) second_min = 0x90;  // overlong
-    if (lead == 0xF4) second_max = 0x8F;  // above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  if (byte(i + 1) < second_min || byte(i + 1) > second_max) return 0;
-  for (std::size_t k = 2; k < length; ++k) {
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  }
-  return length;
-}
 
 /// Appends to a fixed array without allocating (the footer is built in a signal handler).
 class FixedText {
@@ -100,7 +73,7 @@ void append_json_escaped(std::string& out, std::string_view text) {
       continue;
     }
     if (c >= 0x80) {
-      if (const std::size_t length = utf8_sequence_length(text, i); length > 0) {
+      if (const std::size_t length = overlap::utf8_sequence_length(text, i); length > 0) {
         i += length;
         continue;
       }

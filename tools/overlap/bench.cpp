@@ -378,7 +378,8 @@ std::string json_report(const bench::bench_result& r, const Judgement& judgement
   if (r.pageable) out["pageable"] = pageable_json(*r.pageable);
   add_verdicts_json(out, judgement);
   out["verified"] = true;  // a wrong element ends the bench with exit 1 and no report
-  return out.dump(2) + "\n";
+  // Names from input may be any bytes; JSON is UTF-8 (bad bytes become U+FFFD).
+  return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 int run_bench(const BenchOptions& o, bool reps_given, Streams io) {

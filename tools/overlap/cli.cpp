@@ -6,6 +6,7 @@
 #include <ostream>
 #include <vector>
 
+#include "error_line.hpp"
 #include "overlap/core/error.hpp"
 #include "subcommand.hpp"
 
@@ -25,13 +26,28 @@ Try:
   overlap plan --bytes-in 256MiB --bytes-out 256MiB --kernel 0.3 --device my-gpu.json
   overlap device h100 > my-gpu.json)";
 
-// CLI11 messages can span lines; errors are one line.
+// CLI11 lays some messages out over lines; errors are one line.
 std::string one_line(std::string text) {
   for (char& c : text) {
     if (c == '\n') c = ' ';
   }
-  while (!text.empty() && text.back() == ' ') text.pop_back();
-  return text;
+  return error_line(text);
+}
+
+// The first word is no command: "overlap frobnicate --help" is a typo, not a
+// request for the main help.
+bool names_unknown_command(const std::vector<std::string>& args, const CLI::App& app) {
+  return !args.empty() && !args.front().starts_with('-') && app.get_subcommands().empty();
+}
+
+int unknown_command(const std::vector<std::string>& args, const std::vector<Subcommand>& commands,
+                    std::ostream& err) {
+  std::vector<std::string> names;
+  names.reserve(commands.size());
+  for (const Subcommand& command : commands) names.push_back(command.app->get_name());
+  err << fmt::format("overlap: error: unknown command '{}' (expected one of: {})\n", error_line(args.front()),
+                     fmt::join(names, ", "));
+  return exit_bad_input;
 }
 
 }  // namespace
@@ -50,20 +66,14 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
+    if (names_unknown_command(args, app)) return unknown_command(args, commands, err);
     out << (app.get_subcommands().empty() ? app.help() : app.get_subcommands().front()->help());
     return exit_ok;
   } catch (const CLI::CallForVersion&) {
     out << app.version() << '\n';
     return exit_ok;
   } catch (const CLI::ParseError& e) {
-    if (!args.empty() && !args.front().starts_with('-') && app.get_subcommands().empty()) {
-      std::vector<std::string> names;
-      names.reserve(commands.size());
-      for (const Subcommand& command : commands) names.push_back(command.app->get_name());
-      err << fmt::format("overlap: error: unknown command '{}' (expected one of: {})\n", args.front(),
-                         fmt::join(names, ", "));
-      return exit_bad_input;
-    }
+    if (names_unknown_command(args, app)) return unknown_command(args, commands, err);
     err << "overlap: error: " << one_line(e.what()) << " (see 'overlap --help')\n";
     return exit_bad_input;
   }
@@ -71,11 +81,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     for (const Subcommand& command : commands) {
       if (command.app->parsed()) return command.run();
     }
-  } catch (const invalid_input& e) {
-    err << "overlap: error: " << one_line(e.what()) << '\n';
-    return exit_bad_input;
-  } catch (const error& e) {
-    err << "overlap: error: " << one_line(e.what()) << '\n';
+  } catch (const error& e) {  // invalid_input among them
+    err << "overlap: error: " << error_line(e.what()) << '\n';
     return exit_bad_input;
   }
   err << "overlap: error: no command given (see 'overlap --help')\n";

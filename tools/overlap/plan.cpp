@@ -15,6 +15,7 @@
 #include "overlap/core/byte_size.hpp"
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/error.hpp"
+#include "overlap/core/limits.hpp"
 #include "plan_report.hpp"
 #include "subcommand.hpp"
 
@@ -69,7 +70,8 @@ double parse_number(const std::string& text, std::string_view flag, std::string_
   try {
     std::size_t used = 0;
     const double value = std::stod(text, &used);
-    if (used == text.size() && std::isfinite(value) && (positive ? value > 0.0 : value >= 0.0)) return value;
+    // Times and rates share the duration limit: a larger one is a typo, and its sums would overflow.
+    if (used == text.size() && limits::is_time(value) && (!positive || value > 0.0)) return value;
   } catch (const std::exception&) {
   }
   throw invalid_input(fmt::format("{}: '{}' is not {}", flag, text, expected));
@@ -78,14 +80,13 @@ double parse_number(const std::string& text, std::string_view flag, std::string_
 /// --kernel-cost: inline JSON when it starts with '{', else a file of it.
 KernelCost read_kernel_cost(const std::string& value) {
   if (!value.empty() && value.front() == '{') return KernelCost::from_json(value, "--kernel-cost");
-  std::ifstream file(value, std::ios::binary);
-  if (!file || std::filesystem::is_directory(value)) {
+  if (!std::ifstream(value, std::ios::binary) || std::filesystem::is_directory(value)) {
     throw invalid_input(
         fmt::format("--kernel-cost: cannot read '{}' (expected a JSON file or inline JSON {{...}})", value));
   }
-  std::ostringstream text;
-  text << file.rdbuf();
-  return KernelCost::from_json(text.str(), "--kernel-cost");
+  return KernelCost::from_json(limits::read_file(value, limits::max_json_file_bytes, "kernel cost file",
+                                                 "a cost curve is a few hundred bytes of JSON"),
+                               "--kernel-cost");
 }
 
 sim::Workload workload_from(const PlanFlags& f) {
@@ -109,11 +110,16 @@ sim::Workload workload_from(const PlanFlags& f) {
         "curve (--kernel-cost FILE.json); --kernel 0 for copies alone");
   }
   if (!f.kernel.empty()) {
-    w.kernel_total_ms = parse_number(f.kernel, "--kernel", "a time (expected milliseconds >= 0)", false);
+    w.kernel_total_ms =
+        parse_number(f.kernel, "--kernel", "a time (expected milliseconds from 0 to 1e12)", false);
   }
   if (!f.kernel_rate.empty()) {
-    w.kernel_gigabytes_per_second =
-        parse_number(f.kernel_rate, "--kernel-rate", "a rate (expected GB/s > 0)", true);
+    // Below a byte a second the per-MiB cost it turns into is past the time limit.
+    constexpr std::string_view expected = "a rate (expected GB/s from 1e-9 to 1e12)";
+    const double rate = parse_number(f.kernel_rate, "--kernel-rate", expected, true);
+    if (rate < 1e-9)
+      throw invalid_input(fmt::format("--kernel-rate: '{}' is not {}", f.kernel_rate, expected));
+    w.kernel_gigabytes_per_second = rate;
   }
   if (!f.kernel_cost.empty()) w.kernel_cost = read_kernel_cost(f.kernel_cost);
   if (!f.budget.empty()) w.device_budget = parse_byte_size(f.budget, "--budget");

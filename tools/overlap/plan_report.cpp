@@ -225,7 +225,8 @@ std::string plan_json(const sim::Plan& plan, const sim::Workload& workload, cons
         {"ties", plan.ties}}},
       {"candidates", candidates},
   };
-  return out.dump(2) + "\n";
+  // Names from input may be any bytes; JSON is UTF-8 (bad bytes become U+FFFD).
+  return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace overlap::cli

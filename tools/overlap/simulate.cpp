@@ -10,6 +10,7 @@
 
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/error.hpp"
+#include "overlap/core/limits.hpp"
 #include "overlap/core/pipeline_shape.hpp"
 #include "overlap/io/exporters.hpp"
 #include "overlap/io/spec.hpp"
@@ -52,10 +53,10 @@ const CLI::Validator time_value(
       try {
         std::size_t used = 0;
         const double value = std::stod(text, &used);
-        if (used == text.size() && std::isfinite(value) && value >= 0.0) return {};
+        if (used == text.size() && limits::is_time(value)) return {};
       } catch (const std::exception&) {
       }
-      return fmt::format("{} is not a time (expected a number of milliseconds >= 0)", text);
+      return fmt::format("{} is not a time (expected milliseconds from 0 to 1e12)", text);
     },
     "MS");
 

@@ -5,12 +5,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 
 #include "overlap/core/error.hpp"
 #include "overlap/trace/trace_file.hpp"
@@ -98,10 +100,9 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
 
 std::size_t count_lines(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
-  std::size_t lines = 0;
-  std::string line;
-  while (std::getline(in, line)) ++lines;
-  return lines;
+  // Counted byte by byte: one endless line must not be held in memory.
+  return static_cast<std::size_t>(
+      std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
 }
 
 }  // namespace

@@ -22,8 +22,9 @@ inline constexpr std::string_view kByteSizeExpected =
 /// a negative number, a fraction of a byte, or more than 2^64 - 1 bytes).
 [[nodiscard]] std::optional<std::uint64_t> parse_byte_size(std::string_view text);
 
-/// The same, throwing overlap::invalid_input "<field>: 'text' is not a byte
-/// count (expected ...)" when it is not a size.
+/// The same for input, throwing overlap::invalid_input "<field>: 'text' is
+/// not a byte count (expected ...)" when it is not a size, and when it is over
+/// limits::max_bytes (1 TiB).
 [[nodiscard]] std::uint64_t parse_byte_size(std::string_view text, std::string_view field);
 
 /// A size for people, exact: in the largest binary unit that gives at most

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace overlap {
@@ -124,7 +125,8 @@ struct Op {
 ///
 /// Builders append ops and validate their arguments at once, throwing
 /// overlap::invalid_input naming the bad argument; a Program that exists is
-/// well formed (every stream and event id refers to something declared).
+/// well formed (every stream and event id refers to something declared) and
+/// within limits.hpp's bounds on durations and byte counts.
 class Program {
  public:
   Program() = default;
@@ -133,6 +135,8 @@ class Program {
   stream_id add_stream(std::string stream_name, stream_kind kind = stream_kind::blocking, int priority = 0);
   /// The legacy default stream ("default"), created on first use.
   stream_id legacy_default_stream();
+  /// Room for `streams` streams and `ops` ops, for builders that know their size.
+  void reserve(std::size_t streams, std::size_t ops);
   /// Adds an event and returns its id. Names must be unique and non-empty.
   event_id add_event(std::string event_name);
 
@@ -184,6 +188,17 @@ class Program {
   std::vector<Stream> streams_;
   std::vector<std::string> events_;
   std::vector<Op> ops_;
+  // Name lookups: builders check every new name, so a linear search made
+  // building a program of a million streams quadratic.
+  struct name_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view name) const noexcept {
+      return std::hash<std::string_view>{}(name);
+    }
+  };
+  std::unordered_map<std::string, stream_id, name_hash, std::equal_to<>> stream_index_;
+  std::unordered_map<std::string, event_id, name_hash, std::equal_to<>> event_index_;
+  std::optional<stream_id> legacy_stream_;
 };
 
 }  // namespace overlap
