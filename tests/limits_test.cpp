@@ -104,7 +104,8 @@ TEST(Limits, APipelineOfTooManyChunksIsRefusedBeforeItIsBuilt) {
   shape.h2d_time = shape.kernel_time = shape.d2h_time = 1.0;
   EXPECT_EQ(
       message_of([&] { (void)make_pipeline_program(shape); }),
-      "chunks: 100000000 chunks make at least 300000000 ops, over the limit of 2000000 ops in a program (use "
+      "chunks: 100000000 chunks make at least 300000000 ops (a timeline of about 180 GB), over the limit of "
+      "2000000 ops in a program (use "
       "fewer, larger chunks: past a few thousand the timeline looks the same)");
   shape.chunks = 4;
   shape.streams = 1'000'001;

@@ -400,11 +400,11 @@ namespace {
 Program build_program(const PipelineShape& shape) {
   validate(shape);
   // Refused before anything is allocated for them.
-  if (std::uint64_t{shape.chunks} * 3 > limits::max_ops) {
+  if (const std::uint64_t ops = std::uint64_t{shape.chunks} * 3; ops > limits::max_ops) {
     throw invalid_input(fmt::format(
-        "chunks: {} chunks make at least {} ops, over the limit of {} ops in a program (use fewer, larger "
-        "chunks: past a few thousand the timeline looks the same)",
-        shape.chunks, std::uint64_t{shape.chunks} * 3, limits::max_ops));
+        "chunks: {} chunks make at least {} ops (a timeline of about {:.0f} GB), over the limit of {} ops in "
+        "a program (use fewer, larger chunks: past a few thousand the timeline looks the same)",
+        shape.chunks, ops, static_cast<double>(ops * limits::timeline_bytes_per_op) / 1e9, limits::max_ops));
   }
   limits::require_at_most(shape.streams, limits::max_streams, "streams", "streams",
                           "a program's streams are declared one by one");

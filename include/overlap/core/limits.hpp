@@ -22,6 +22,10 @@ namespace overlap::limits {
 /// draws the same timeline as one of fewer, larger chunks.
 inline constexpr std::uint64_t max_ops = 2'000'000;
 
+/// What simulating takes per op, measured (a Timeline, its Program and the
+/// simulator's state): for the memory a refused input would have needed.
+inline constexpr std::uint64_t timeline_bytes_per_op = 600;
+
 /// Streams in one program. Streams with no ops cost the simulator and the
 /// checker nothing but their declaration (~170 bytes each).
 inline constexpr std::uint64_t max_streams = 1'000'000;
