@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian packages overlap builds with, when any is missing.
 # Nothing else is fetched: CUDA, if present, is used from /usr/local/cuda.
+#   scripts/install-deps.sh        what `make test` needs
+#   scripts/install-deps.sh fuzz   that and Clang's libFuzzer (scripts/fuzz.sh)
 set -euo pipefail
 
 # python3, chromium and fonts-dejavu-core: the browser test of the HTML
 # reports (tests/browser) and scripts/screenshot-report.sh.
 packages=(cmake ninja-build g++ make libfmt-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
           libgtest-dev libbenchmark-dev python3 chromium fonts-dejavu-core)
+# The fuzz targets: Clang with its sanitizer and libFuzzer runtimes, and
+# llvm-symbolizer (from llvm) so sanitizer reports name files and lines.
+if [ "${1:-}" = fuzz ]; then
+  packages+=(clang libclang-rt-dev llvm)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

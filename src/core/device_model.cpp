@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
 
 #include "overlap/core/error.hpp"
 #include "overlap/core/limits.hpp"
@@ -317,7 +320,9 @@ std::vector<StagingPoint> staging_from_json(const json& j) {
   for (std::size_t i = 0; i < j.size(); ++i) {
     const json& p = j[i];
     if (!p.is_object() || !p.contains("threads") || !p.contains("gbps") ||
-        !p["threads"].is_number_unsigned() || !p["gbps"].is_number()) {
+        !p["threads"].is_number_unsigned() ||
+        p["threads"].get<std::uint64_t>() > std::numeric_limits<std::uint32_t>::max() ||
+        !p["gbps"].is_number()) {
       throw invalid_input(
           fmt::format(R"(device model: host_staging[{}]: expected {{"threads": N, "gbps": X}})", i));
     }
@@ -446,6 +451,17 @@ namespace {
 
 template <typename T>
 T get_field(const json& j, const char* key) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // nlohmann converts any number: 1e300 to an unsigned int is undefined
+    // behaviour, -1 wraps and 1.5 truncates.
+    const json* value = j.contains(key) ? &j.at(key) : nullptr;
+    if (value == nullptr || !value->is_number_unsigned() ||
+        value->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) {
+      throw invalid_input(fmt::format("device model: {}: expected an integer from 0 to {}", key,
+                                      std::numeric_limits<T>::max()));
+    }
+    return static_cast<T>(value->get<std::uint64_t>());
+  }
   try {
     return j.at(key).get<T>();
   } catch (const json::exception&) {

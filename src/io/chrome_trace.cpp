@@ -15,6 +15,12 @@ namespace {
 using detail::stream_name;
 using nlohmann::json;
 
+// Names are any bytes (a spec reads back names that are not UTF-8), but JSON
+// is UTF-8: bytes that are not become U+FFFD rather than an exception.
+std::string dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 // Process ids: the host thread, the device by stream, the device by engine.
 constexpr int host_pid = 0;
 constexpr int stream_pid = 1;
@@ -27,7 +33,7 @@ class EventWriter {
  public:
   void add(const json& event) {
     text_ += text_.empty() ? "\n" : ",\n";
-    text_ += event.dump();
+    text_ += dump(event);
   }
   [[nodiscard]] std::string take() { return std::move(text_); }
 
@@ -169,7 +175,7 @@ std::string to_chrome_trace(const Timeline& timeline) {
       {"program", timeline.program_name}, {"device", timeline.device}, {"time_unit", timeline.time_unit}};
   if (scale.assumed) other["time_scale"] = fmt::format("1 {} is shown as 1 ms", timeline.time_unit);
   return fmt::format("{{\"traceEvents\":[{}\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{}}}\n",
-                     events.take(), other.dump());
+                     events.take(), dump(other));
 }
 
 }  // namespace overlap::io

@@ -247,8 +247,12 @@ std::string html_page(const std::string& title, const std::string& summary_html,
           "none.</p></noscript>\n"
           R"(<div id="tip"></div>)"
           "\n";
+  // Names are any bytes (a spec reads back names that are not UTF-8), but
+  // JSON is UTF-8: bytes that are not become U+FFFD rather than an exception.
   page += R"(<script type="application/json" id="overlap-data">)" +
-          script_safe(data.finish(std::move(run_data), highlight_groups).dump()) + "</script>\n";
+          script_safe(data.finish(std::move(run_data), highlight_groups)
+                          .dump(-1, ' ', false, json::error_handler_t::replace)) +
+          "</script>\n";
   page += "<script>" + std::string(html_renderer) + "</script>\n</body>\n</html>\n";
   return page;
 }
