@@ -203,6 +203,15 @@ TEST(ErrorLine, AnUnknownCommandWithHelpIsAnError) {
   EXPECT_EQ(test::run_cli({"simulate", "--help"}).code, 0);
 }
 
+TEST(ErrorLine, ANumberPastADoubleInAKernelCostIsBadInput) {
+  // Found by the fuzzers' sibling: nlohmann throws out_of_range, not parse_error, for 1e400.
+  const test::CliResult r = test::run_cli({"plan", "--bytes-in", "1GiB", "--bytes-out", "1GiB",
+                                           "--kernel-cost", R"({"fixed_ms": 1e400, "ms_per_mib": 1})"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("--kernel-cost: not valid JSON"), std::string::npos) << r.err;
+}
+
 TEST(ErrorLine, AnEchoedNewlineInAFieldNameStaysOnOneLine) {
   const fs::path spec = temp_file("ctl.yaml", "name: x\nops:\n  - {op: kernel, \"bad\\nfield\\x07\": 1}\n");
   const test::CliResult r = test::run_cli({"check", spec.string()});

@@ -133,7 +133,7 @@ KernelCost KernelCost::from_json(std::string_view text, std::string_view field) 
   json value;
   try {
     value = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // out_of_range too: a number past a double, 1e400
     throw invalid_input(fmt::format("{}: not valid JSON ({})", field, e.what()));
   }
   if (!value.is_object()) {

@@ -192,9 +192,7 @@ class Program {
   // building a program of a million streams quadratic.
   struct name_hash {
     using is_transparent = void;
-    std::size_t operator()(std::string_view name) const noexcept {
-      return std::hash<std::string_view>{}(name);
-    }
+    std::size_t operator()(std::string_view key) const noexcept { return std::hash<std::string_view>{}(key); }
   };
   std::unordered_map<std::string, stream_id, name_hash, std::equal_to<>> stream_index_;
   std::unordered_map<std::string, event_id, name_hash, std::equal_to<>> event_index_;
