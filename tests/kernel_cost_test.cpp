@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "message_of.hpp"
 #include "overlap/core/error.hpp"
 
 namespace {
@@ -16,14 +17,7 @@ using namespace overlap;
 
 constexpr std::uint64_t MiB = 1ULL << 20;
 
-std::string message_of(const auto& call) {
-  try {
-    call();
-  } catch (const invalid_input& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using overlap::testing::message_of;
 
 std::vector<KernelSample> samples_of(const KernelCost& cost, const std::vector<std::uint64_t>& sizes) {
   std::vector<KernelSample> samples;

@@ -16,6 +16,7 @@
 
 #include "cli_run.hpp"
 #include "error_line.hpp"
+#include "message_of.hpp"
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/error.hpp"
 #include "overlap/core/pipeline_shape.hpp"
@@ -29,14 +30,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string message_of(const auto& action) {
-  try {
-    action();
-  } catch (const invalid_input& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using overlap::testing::message_of;
 
 fs::path temp_file(const std::string& name, const std::string& text) {
   fs::path path = fs::temp_directory_path() / ("overlap-limits-" + std::to_string(::getpid()) + "-" + name);
