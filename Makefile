@@ -30,6 +30,7 @@ deps:
 bench: build
 	build/$(PRESET)/bench/sim_throughput --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 	build/$(PRESET)/bench/check_throughput --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+	build/$(PRESET)/bench/graph_schedule --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 	@if nvidia-smi -L >/dev/null 2>&1 && [ -x build/$(PRESET)/bench/graph_launch_cost ]; then \
 	  build/$(PRESET)/bench/graph_launch_cost --benchmark_repetitions=5 --benchmark_report_aggregates_only=true; \
 	  $(OVERLAP) probe -o build/model.json && \

@@ -18,6 +18,7 @@
 #include <optional>
 #include <span>
 
+#include "example_main.hpp"
 #include "overlap/core/feed_shape.hpp"
 #include "overlap/cuda/device_models.hpp"
 #include "overlap/cuda/error.hpp"
@@ -126,14 +127,5 @@ int run_example() {
 }  // namespace
 
 int main() {
-  if (overlap::cuda::device_count() == 0) {
-    std::printf("skipped: no CUDA device\n");
-    return 0;
-  }
-  try {
-    return run_example();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
+  return example::main_on_gpu(run_example);
 }

@@ -18,6 +18,7 @@
 #include <span>
 #include <utility>
 
+#include "example_main.hpp"
 #include "overlap/core/error.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/memory.hpp"
@@ -144,14 +145,5 @@ int run_example() {
 }  // namespace
 
 int main() {
-  if (overlap::cuda::device_count() == 0) {
-    std::printf("skipped: no CUDA device\n");
-    return 0;
-  }
-  try {
-    return run_example();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
+  return example::main_on_gpu(run_example);
 }

@@ -46,7 +46,8 @@ for s in $steps; do
         step memcheck compute-sanitizer --tool memcheck --leak-check full --report-api-errors no --error-exitcode 3 \
           "$B/tests/overlap_gpu_tests" --gtest_brief=1 ;;
     examples)
-      for ex in "$B"/examples/stream_overlap "$B"/examples/out_of_core "$B"/examples/feed_frames; do
+      for ex in "$B"/examples/stream_overlap "$B"/examples/out_of_core "$B"/examples/feed_frames \
+                "$B"/examples/graph_branches "$B"/examples/graph_cupy "$B"/examples/graph_halves; do
         [ -x "$ex" ] && step "$(basename "$ex")" "$ex"
       done ;;
     probe)

@@ -27,6 +27,13 @@ namespace {
 using namespace overlap;
 using graph::node_id;
 
+/// "b3": built by appending (GCC 12 warns, wrongly, on "b" + std::to_string(3)).
+std::string numbered(const char* prefix, std::size_t i) {
+  std::string name(prefix);
+  name += std::to_string(i);
+  return name;
+}
+
 struct Generated {
   graph::TaskGraph graph;
   std::vector<std::pair<node_id, node_id>> explicit_edges;
@@ -41,7 +48,7 @@ Generated random_graph(std::mt19937_64& rng, std::size_t max_nodes) {
   std::vector<std::uint64_t> sizes;
   for (std::size_t b = 0; b < buffers; ++b) {
     sizes.push_back(pick(1, 257));
-    g.graph.add_buffer("b" + std::to_string(b), sizes.back());
+    g.graph.add_buffer(numbered("b", b), sizes.back());
   }
   const std::size_t nodes = pick(1, max_nodes);
   for (std::size_t i = 0; i < nodes; ++i) {
@@ -52,11 +59,11 @@ Generated random_graph(std::mt19937_64& rng, std::size_t max_nodes) {
       const std::uint64_t offset = pick(0, sizes[b]);
       std::optional<std::uint64_t> size;
       if (pick(0, 4) != 0) size = pick(0, sizes[b] - offset);
-      const std::string name = "b" + std::to_string(b);
+      const std::string name = numbered("b", b);
       accesses.push_back(pick(0, 2) == 0 ? graph::writes(name, offset, size)
                                          : graph::reads(name, offset, size));
     }
-    const std::string name = "n" + std::to_string(i);
+    const std::string name = numbered("n", i);
     switch (pick(0, 5)) {
       case 0: g.graph.add(graph::copy_node(name, copy_direction::h2d, pick(1, 1 << 20), accesses)); break;
       case 1: g.graph.add(graph::memset_node(name, pick(1, 4096), accesses)); break;

@@ -17,6 +17,13 @@ using namespace overlap;
 using graph::node_id;
 using Preds = std::vector<node_id>;
 
+/// "b3": built by appending (GCC 12 warns, wrongly, on "b" + std::to_string(3)).
+std::string numbered(const char* prefix, std::size_t i) {
+  std::string name(prefix);
+  name += std::to_string(i);
+  return name;
+}
+
 graph::Node kernel(const std::string& name, std::vector<Access> accesses, double ms = 1.0) {
   return graph::kernel_node(name, ms, std::move(accesses), 0.125);
 }
@@ -58,7 +65,7 @@ TEST(GraphDependencies, ReadsOfTheSameBytesAndDisjointWritesAreIndependent) {
 TEST(GraphDependencies, OnlyTheNearestWriterMakesAnEdge) {
   graph::TaskGraph g;
   g.add_buffer("x", 16);
-  for (int i = 0; i < 5; ++i) g.add(kernel("w" + std::to_string(i), {graph::writes("x")}));
+  for (int i = 0; i < 5; ++i) g.add(kernel(numbered("w", i), {graph::writes("x")}));
   const auto d = graph::derive_dependencies(g);
   EXPECT_EQ(d.edges, 4U);  // a chain, not a clique
   for (node_id v = 1; v < 5; ++v) EXPECT_EQ(d.predecessors[v], Preds{v - 1});
@@ -121,6 +128,22 @@ TEST(GraphDeclarations, BadInputNamesTheNodeAndLeavesTheGraphAsItWas) {
   EXPECT_EQ(g.size(), 1U);
   EXPECT_TRUE(g.edges().empty());
   EXPECT_EQ(g.buffers().size(), 1U);
+  // A refused name is free: nothing of the refused node was kept.
+  EXPECT_EQ(g.add(kernel("past", {graph::reads("x", 90, 10)})), 1U);
+  EXPECT_EQ(g.buffer_of(1, 0), 0U);
+}
+
+TEST(GraphDeclarations, NamesAreFoundAndKeptUniqueAcrossIndexGrowth) {
+  graph::TaskGraph g;
+  for (std::size_t i = 0; i < 1000; ++i) g.add(kernel(numbered("node", i), {}));
+  for (std::size_t i = 0; i < 1000; i += 7) EXPECT_EQ(g.find_node(numbered("node", i)), i);
+  EXPECT_FALSE(g.find_node("node1000"));
+  EXPECT_FALSE(g.find_node(""));
+  EXPECT_NE(message_of([&] { g.add(kernel("node999", {})); }).find("node 'node999': declared twice"),
+            std::string::npos);
+  g.reserve(5000);  // regrows the index: every name is still found
+  for (std::size_t i = 0; i < 1000; i += 7) EXPECT_EQ(g.find_node(numbered("node", i)), i);
+  EXPECT_EQ(g.size(), 1000U);
 }
 
 TEST(GraphDeclarations, AccessesToTheEndOfABufferAreMadeExplicit) {
@@ -134,7 +157,7 @@ TEST(GraphDeclarations, AccessesToTheEndOfABufferAreMadeExplicit) {
 TEST(GraphSchedule, AChainStaysOnOneStreamWithNoWaits) {
   graph::TaskGraph g;
   g.add_buffer("x", 8);
-  for (int i = 0; i < 6; ++i) g.add(kernel("k" + std::to_string(i), {graph::writes("x")}));
+  for (int i = 0; i < 6; ++i) g.add(kernel(numbered("k", i), {graph::writes("x")}));
   const auto s = graph::schedule(g);
   EXPECT_EQ(s.streams(), 1U);
   EXPECT_TRUE(s.waits.empty());
@@ -146,12 +169,12 @@ TEST(GraphSchedule, AChainStaysOnOneStreamWithNoWaits) {
 graph::TaskGraph fork_join(int branches, double longest_ms) {
   graph::TaskGraph g;
   g.add_buffer("in", 64);
-  for (int b = 0; b < branches; ++b) g.add_buffer("out" + std::to_string(b), 64);
+  for (int b = 0; b < branches; ++b) g.add_buffer(numbered("out", b), 64);
   g.add(kernel("root", {graph::writes("in")}));
   std::vector<Access> join_reads;
   for (int b = 0; b < branches; ++b) {
-    const std::string out = "out" + std::to_string(b);
-    g.add(kernel("branch" + std::to_string(b), {graph::reads("in"), graph::writes(out)},
+    const std::string out = numbered("out", b);
+    g.add(kernel(numbered("branch", b), {graph::reads("in"), graph::writes(out)},
                  b == branches - 1 ? longest_ms : 1.0));
     join_reads.push_back(graph::reads(out));
   }

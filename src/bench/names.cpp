@@ -39,6 +39,14 @@ std::string_view to_string(variant_kind kind) noexcept {
     case variant_kind::pageable_pinned: return "pageable_pinned";
     case variant_kind::pageable_kept: return "pageable_kept";
     case variant_kind::pageable_kept_automatic: return "pageable_kept_automatic";
+    case variant_kind::branch_alone: return "branch_alone";
+    case variant_kind::graph_one_stream: return "graph_one_stream";
+    case variant_kind::graph_hand_streams: return "graph_hand_streams";
+    case variant_kind::graph_branches: return "graph_branches";
+    case variant_kind::graph_branches_replay: return "graph_branches_replay";
+    case variant_kind::tiny_direct: return "tiny_direct";
+    case variant_kind::tiny_replay: return "tiny_replay";
+    case variant_kind::dag_build_map: return "dag_build_map";
   }
   return "unknown";
 }

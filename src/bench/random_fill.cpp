@@ -19,6 +19,12 @@ std::uint64_t mix(std::uint64_t x) {
 
 }  // namespace
 
+void fill_random_bits(std::span<std::uint32_t> data, std::uint64_t seed) {
+  parallel_for(data.size(), [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) data[i] = static_cast<std::uint32_t>(mix(seed + i) >> 32);
+  });
+}
+
 void fill_random(std::span<float> data, std::uint64_t seed, float low, float high) {
   parallel_for(data.size(), [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {

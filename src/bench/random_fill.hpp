@@ -12,4 +12,7 @@ namespace overlap::bench::detail {
 /// moves the wrong bytes cannot pass the check.
 void fill_random(std::span<float> data, std::uint64_t seed, float low, float high);
 
+/// Uniform 32-bit values; element i depends on (seed, i) alone.
+void fill_random_bits(std::span<std::uint32_t> data, std::uint64_t seed);
+
 }  // namespace overlap::bench::detail

@@ -63,6 +63,21 @@ void check_config(const bench_config& config) {
       if (threads == 0) throw invalid_input("pageable.copy_threads: 0 is out of range (expected >= 1)");
     }
   }
+  const graph_config& graph = config.graph;
+  if (graph.enabled) {
+    const auto in_range = [](const char* field, std::size_t value, std::size_t low, std::size_t high) {
+      if (value < low || value > high) {
+        throw invalid_input(
+            fmt::format("graph.{}: {} is out of range (expected {}..{})", field, value, low, high));
+      }
+    };
+    in_range("branches", graph.branches, 1, 64);
+    in_range("kernels_per_branch", graph.kernels_per_branch, 1, 10'000);
+    in_range("blocks_per_kernel", graph.blocks_per_kernel, 0, 1U << 20);
+    in_range("iterations", graph.iterations, 1, 1U << 24);
+    in_range("tiny_kernels", graph.tiny_kernels, 1, 1'000'000);
+    in_range("dag_nodes", graph.dag_nodes, 0, 10'000'000);
+  }
   const link_sweep& link = config.link;
   if (link.sizes.empty()) throw invalid_input("link.sizes: empty (expected at least one copy size)");
   for (const std::size_t size : link.sizes) {
@@ -88,6 +103,8 @@ std::size_t count_steps(const bench_config& config) noexcept {
   if (config.feed.enabled) steps += 6 + config.feed.slot_counts.size() + 2 * config.feed.producer_us.size();
   // The host copy floor and seven rows.
   if (config.pageable.enabled) steps += 8;
+  // Five branch rows and the recorded run, two tiny rows, and the DAG.
+  if (config.graph.enabled) steps += 6 + 2 + (config.graph.dag_nodes > 0 ? 1 : 0);
   return steps;
 }
 
@@ -120,6 +137,10 @@ bench_result run_benchmark(const bench_config& config, const progress_callback& 
   if (config.feed.enabled) result.feed = detail::measure_frames(config, clock, announcer("frames"));
   if (config.pageable.enabled)
     result.pageable = detail::measure_pageable(config, clock, announcer("pageable"));
+  if (config.graph.enabled) {
+    result.graph = detail::measure_graph(config, clock, announcer("graph"), result.device.sm_count);
+    if (result.graph->timeline) result.graph->timeline->device = result.device.name;
+  }
   return result;
 }
 

@@ -94,14 +94,17 @@ std::string default_label(const Op& op) {
   return std::string(to_string(op.kind));
 }
 
-void require_time(const std::optional<double>& value, std::string_view field, bool required) {
+// The op's duration: required for some kinds, and a time when given. The
+// message names the op's kind ("kernel: time: ..."), formatted only on error:
+// every op of every Program passes through here.
+void require_time(const std::optional<double>& value, op_kind kind, bool required) {
   if (!value) {
-    if (required) throw invalid_input(fmt::format("{}: required", field));
+    if (required) throw invalid_input(fmt::format("{}: time: required", to_string(kind)));
     return;
   }
   if (!limits::is_time(*value)) {
-    throw invalid_input(
-        fmt::format("{}: {} is not a time (expected {})", field, *value, limits::time_expected));
+    throw invalid_input(fmt::format("{}: time: {} is not a time (expected {})", to_string(kind), *value,
+                                    limits::time_expected));
   }
 }
 
@@ -180,7 +183,7 @@ void Program::validate(const Op& op) const {
   }
   const bool duration_required =
       op.kind == op_kind::kernel || op.kind == op_kind::host_function || op.kind == op_kind::host_work;
-  require_time(op.duration, fmt::format("{}: time", to_string(op.kind)), duration_required);
+  require_time(op.duration, op.kind, duration_required);
   if (op.kind == op_kind::kernel && !(op.gpu_share > 0.0 && op.gpu_share <= 1.0)) {
     throw invalid_input(
         fmt::format("kernel: share: {} is out of range (expected 0 < share <= 1)", op.gpu_share));

@@ -25,6 +25,34 @@ void graph_exec::upload(stream_view stream) const {
   check(cudaGraphUpload(handle_, stream.get()), "cudaGraphUpload");
 }
 
+bool graph_exec::update(const cuda_graph& graph) {
+  cudaGraphExecUpdateResultInfo info{};
+  const cudaError_t status = cudaGraphExecUpdate(handle_, graph.get(), &info);
+  if (status == cudaErrorGraphExecUpdateFailure) {
+    (void)cudaGetLastError();  // a refused update is an answer, not an error to leave behind
+    return false;
+  }
+  check(status, "cudaGraphExecUpdate");
+  return true;
+}
+
+cuda_graph::~cuda_graph() {
+  if (handle_ != nullptr) (void)cudaGraphDestroy(handle_);  // destructors do not throw
+}
+
+cuda_graph::cuda_graph(cuda_graph&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+
+cuda_graph& cuda_graph::operator=(cuda_graph&& other) noexcept {
+  std::swap(handle_, other.handle_);
+  return *this;
+}
+
+graph_exec cuda_graph::instantiate() const {
+  cudaGraphExec_t exec = nullptr;
+  check(cudaGraphInstantiateWithFlags(&exec, handle_, 0), "cudaGraphInstantiateWithFlags");
+  return graph_exec(exec);
+}
+
 stream_capture::stream_capture(stream_view origin) : origin_(origin) {
   check(cudaStreamBeginCapture(origin.get(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
 }
@@ -39,18 +67,17 @@ stream_capture::~stream_capture() {
 }
 
 graph_exec stream_capture::end() {
+  // The instantiated graph does not need the captured one, destroyed on return.
+  return end_graph().instantiate();
+}
+
+cuda_graph stream_capture::end_graph() {
   open_ = false;
   cudaGraph_t graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(origin_.get(), &graph);
-  if (ended != cudaSuccess) {
-    if (graph != nullptr) (void)cudaGraphDestroy(graph);
-    check(ended, "cudaStreamEndCapture");
-  }
-  cudaGraphExec_t exec = nullptr;
-  const cudaError_t instantiated = cudaGraphInstantiateWithFlags(&exec, graph, 0);
-  (void)cudaGraphDestroy(graph);  // the instantiated graph does not need it
-  check(instantiated, "cudaGraphInstantiateWithFlags");
-  return graph_exec(exec);
+  cuda_graph owned(graph);  // destroyed on a failure too
+  check(ended, "cudaStreamEndCapture");
+  return owned;
 }
 
 }  // namespace overlap::cuda

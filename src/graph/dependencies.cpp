@@ -32,63 +32,78 @@ struct ReaderCells {
   struct Cell {
     node_id reader;
     std::uint32_t next;
+    // The last writer that walked this cell: lists share tails, so a walk
+    // that reaches a cell already walked for the same write can stop there.
+    node_id walked_by;
   };
   std::vector<Cell> cells;
-  // Per cell, the last writer that walked it: lists share tails, so a walk
-  // that reaches a cell already walked for the same write can stop there.
-  std::vector<node_id> walked_by;
   std::uint32_t push(node_id reader, std::uint32_t next) {
-    cells.push_back({reader, next});
-    walked_by.push_back(no_node);
+    cells.push_back({reader, next, no_node});
     return static_cast<std::uint32_t>(cells.size() - 1);
   }
 };
 
+// A run of bytes with one history. Segments tile the buffer from byte 0,
+// so each begins where the one before it ends and only its end is kept:
+// 16 bytes, which halves what inserting into the vector moves.
 struct Segment {
-  std::uint64_t begin = 0;
   std::uint64_t end = 0;
-  node_id writer = no_node;
-  std::uint32_t readers = no_cell;  // head of the list, newest first
+  node_id writer = no_node;         // the last node that wrote these bytes
+  std::uint32_t readers = no_cell;  // head of the readers since, newest first
 };
 
-// Byte segments of one buffer, sorted and disjoint; bytes never touched
-// have no segment. A flat vector: buffers hold hundreds of segments, and a
-// search plus a short move beats a tree's pointer chasing.
+// The segments of one buffer, in a flat vector: buffers hold hundreds of
+// segments, and a binary search plus a short move beats a tree's pointer
+// chasing (std::map took three times as long).
 class SegmentMap {
  public:
+  /// Starts over for a buffer of `bytes` bytes that no node has touched (the
+  /// vector keeps its capacity: one map serves every buffer in turn).
+  void reset(std::uint64_t bytes) {
+    bytes_ = bytes;
+    segments_.clear();
+  }
+
   void read(std::uint64_t begin, std::uint64_t end, node_id reader, ReaderCells& arena,
             std::vector<node_id>& predecessors) {
-    std::size_t i = split_at(first_ending_after(begin), begin);
-    std::uint64_t covered = begin;  // bytes before this have a segment
-    while (covered < end) {
-      if (i == segments_.size() || segments_[i].begin > covered) {
-        // Untouched bytes: a segment with this reader alone.
-        const std::uint64_t gap_end = i == segments_.size() ? end : std::min(end, segments_[i].begin);
-        insert(i, Segment{covered, gap_end, no_node, arena.push(reader, no_cell)});
-      } else {
-        if (segments_[i].end > end) split_at(i, end);
-        Segment& s = segments_[i];
-        if (s.writer != no_node && s.writer != reader) predecessors.push_back(s.writer);
-        if (s.readers == no_cell || arena.cells[s.readers].reader != reader)
-          s.readers = arena.push(reader, s.readers);
+    std::size_t i = split_before(begin);
+    const std::size_t first = i;
+    // Segments that had the same writer and readers before this read get
+    // the same list after it (one cell), and are merged below.
+    node_id previous_writer = no_node;
+    std::uint32_t previous_old = no_cell;
+    std::uint32_t previous_new = no_cell;
+    for (; i < segments_.size() && begin_of(i) < end; ++i) {
+      if (segments_[i].end > end) insert(i, Segment{end, segments_[i].writer, segments_[i].readers});
+      Segment& s = segments_[i];
+      if (s.writer != no_node && s.writer != reader && s.writer != previous_writer) {
+        predecessors.push_back(s.writer);
       }
-      covered = segments_[i].end;
-      ++i;
+      // A node reading a segment twice (overlapping accesses) lists itself
+      // twice; looking first would cost a cache miss on every read.
+      const std::uint32_t old = s.readers;
+      if (i == first || old != previous_old || s.writer != previous_writer)
+        previous_new = arena.push(reader, old);
+      s.readers = previous_new;
+      previous_old = old;
+      previous_writer = s.writer;
     }
+    merge_equal_neighbours(first, i);
   }
 
   void write(std::uint64_t begin, std::uint64_t end, node_id writer, ReaderCells& arena,
              std::vector<node_id>& predecessors) {
     const std::size_t first = first_ending_after(begin);
     std::size_t last = first;  // one past the last segment overlapping [begin, end)
-    for (; last < segments_.size() && segments_[last].begin < end; ++last) {
+    for (; last < segments_.size() && begin_of(last) < end; ++last) {
       const Segment& s = segments_[last];
       bool ordered_by_reader = false;
       for (std::uint32_t c = s.readers; c != no_cell; c = arena.cells[c].next) {
-        if (arena.cells[c].reader != writer) ordered_by_reader = true;
-        if (arena.walked_by[c] == writer) break;  // the rest of this list is already taken
-        arena.walked_by[c] = writer;
-        if (arena.cells[c].reader != writer) predecessors.push_back(arena.cells[c].reader);
+        ReaderCells::Cell& cell = arena.cells[c];
+        if (cell.reader != writer) ordered_by_reader = true;
+        if (cell.walked_by == writer) break;  // the rest of this list is already taken
+        cell.walked_by = writer;
+        if (cell.reader != writer) predecessors.push_back(cell.reader);
       }
       if (!ordered_by_reader && s.writer != no_node && s.writer != writer) predecessors.push_back(s.writer);
     }
@@ -96,15 +111,10 @@ class SegmentMap {
     // what the last kept after `end`.
     Segment pieces[3];
     std::size_t count = 0;
-    if (last > first && segments_[first].begin < begin) {
-      pieces[count] = segments_[first];
-      pieces[count++].end = begin;
-    }
-    pieces[count++] = Segment{begin, end, writer, no_cell};
-    if (last > first && segments_[last - 1].end > end) {
-      pieces[count] = segments_[last - 1];
-      pieces[count++].begin = end;
-    }
+    if (begin_of(first) < begin)
+      pieces[count++] = Segment{begin, segments_[first].writer, segments_[first].readers};
+    pieces[count++] = Segment{end, writer, no_cell};
+    if (segments_[last - 1].end > end) pieces[count++] = segments_[last - 1];
     const std::size_t old = last - first;
     if (count > old)
       segments_.insert(segments_.begin() + static_cast<std::ptrdiff_t>(last), count - old, Segment{});
@@ -116,28 +126,50 @@ class SegmentMap {
   }
 
  private:
-  // The first segment ending after `at`: the one holding it, or the next.
-  [[nodiscard]] std::size_t first_ending_after(std::uint64_t at) const {
+  [[nodiscard]] std::uint64_t begin_of(std::size_t i) const noexcept {
+    return i == 0 ? 0 : segments_[i - 1].end;
+  }
+
+  // The segment holding byte `at` (< the buffer's size), creating the
+  // buffer's one segment on first use.
+  [[nodiscard]] std::size_t first_ending_after(std::uint64_t at) {
+    if (segments_.empty()) segments_.push_back(Segment{bytes_, no_node, no_cell});
     const auto it = std::partition_point(segments_.begin(), segments_.end(),
                                          [at](const Segment& s) { return s.end <= at; });
     return static_cast<std::size_t>(it - segments_.begin());
   }
 
-  // If segment i holds `at` past its first byte, cuts it there; returns the
-  // index of the segment that now starts at or after `at`.
-  std::size_t split_at(std::size_t i, std::uint64_t at) {
-    if (i == segments_.size() || segments_[i].begin >= at) return i;
-    Segment tail = segments_[i];
-    tail.begin = at;
-    segments_[i].end = at;
-    insert(i + 1, tail);
+  // Makes a segment begin at `at`; returns its index.
+  std::size_t split_before(std::uint64_t at) {
+    const std::size_t i = first_ending_after(at);
+    if (begin_of(i) == at) return i;
+    insert(i, Segment{at, segments_[i].writer, segments_[i].readers});
     return i + 1;
+  }
+
+  // Merges runs of segments in [first, last) with the same writer and
+  // readers: indistinguishable, and fewer segments to search and split.
+  void merge_equal_neighbours(std::size_t first, std::size_t last) {
+    if (last - first < 2) return;
+    std::size_t kept = first;
+    for (std::size_t i = first + 1; i < last; ++i) {
+      Segment& k = segments_[kept];
+      const Segment& s = segments_[i];
+      if (k.writer == s.writer && k.readers == s.readers) {
+        k.end = s.end;
+      } else {
+        segments_[++kept] = s;
+      }
+    }
+    segments_.erase(segments_.begin() + static_cast<std::ptrdiff_t>(kept + 1),
+                    segments_.begin() + static_cast<std::ptrdiff_t>(last));
   }
 
   void insert(std::size_t i, const Segment& s) {
     segments_.insert(segments_.begin() + static_cast<std::ptrdiff_t>(i), s);
   }
 
+  std::uint64_t bytes_ = 0;
   std::vector<Segment> segments_;
 };
 
@@ -203,32 +235,80 @@ std::vector<node_id> issue_order(const TaskGraph& graph,
 
 }  // namespace
 
+// Buffers never share a byte, so each buffer's accesses can be followed
+// alone, in node order. Going buffer by buffer keeps one buffer's segments
+// and reader lists in cache for all of its accesses (node by node, every
+// access touched a different buffer's cold memory); the edges found are
+// then grouped by node.
 Dependencies derive_dependencies(const TaskGraph& graph) {
   const auto& nodes = graph.nodes();
-  std::vector<SegmentMap> buffers(graph.buffers().size());
-  ReaderCells arena;
-  Dependencies d;
-  d.predecessors.resize(nodes.size());
+  const std::size_t buffer_count = graph.buffers().size();
+  // The accesses grouped by buffer, each group in node order (a counting
+  // sort), with what the walk needs copied in: reading it from the nodes
+  // buffer by buffer missed the cache on every access.
+  struct Touch {
+    std::uint64_t begin;
+    std::uint64_t end;
+    node_id node;
+    access_mode mode;
+  };
+  std::vector<std::size_t> group(buffer_count + 1, 0);
   for (node_id v = 0; v < nodes.size(); ++v) {
-    std::vector<node_id>& preds = d.predecessors[v];
-    const auto& accesses = nodes[v].work.accesses;
-    for (std::size_t i = 0; i < accesses.size(); ++i) {
-      const Access& a = accesses[i];
-      const std::uint32_t b = graph.buffer_of(v, i);
-      const std::uint64_t end = a.offset + *a.size;  // TaskGraph::add made every size explicit
-      if (a.offset >= end) continue;                 // touches no byte
-      if (a.mode == access_mode::read) {
-        buffers[b].read(a.offset, end, v, arena, preds);
-      } else {
-        buffers[b].write(a.offset, end, v, arena, preds);
+    for (std::size_t i = 0; i < nodes[v].work.accesses.size(); ++i) ++group[graph.buffer_of(v, i) + 1];
+  }
+  for (std::size_t b = 0; b < buffer_count; ++b) group[b + 1] += group[b];
+  std::vector<Touch> touches(group[buffer_count]);
+  {
+    std::vector<std::size_t> next(group.begin(), group.end() - 1);
+    for (node_id v = 0; v < nodes.size(); ++v) {
+      const auto& accesses = nodes[v].work.accesses;
+      for (std::size_t i = 0; i < accesses.size(); ++i) {
+        const Access& a = accesses[i];  // TaskGraph::add made every size explicit
+        touches[next[graph.buffer_of(v, i)]++] = {a.offset, a.offset + *a.size, v, a.mode};
       }
     }
   }
-  for (const auto& [before, after] : graph.edges()) d.predecessors[after].push_back(before);
-  for (auto& preds : d.predecessors) {
-    std::sort(preds.begin(), preds.end());
-    preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
-    d.edges += preds.size();
+
+  // Each buffer's accesses through one interval map: edges as (after, before).
+  std::vector<std::pair<node_id, node_id>> edges;
+  edges.reserve(touches.size() * 2 + graph.edges().size());
+  SegmentMap map;
+  ReaderCells arena;
+  std::vector<node_id> found;
+  for (std::size_t b = 0; b < buffer_count; ++b) {
+    map.reset(graph.buffers()[b].bytes);
+    arena.cells.clear();
+    for (std::size_t t = group[b]; t < group[b + 1]; ++t) {
+      const Touch& a = touches[t];
+      if (a.begin >= a.end) continue;  // touches no byte
+      found.clear();
+      if (a.mode == access_mode::read) {
+        map.read(a.begin, a.end, a.node, arena, found);
+      } else {
+        map.write(a.begin, a.end, a.node, arena, found);
+      }
+      for (const node_id u : found) edges.emplace_back(a.node, u);
+    }
+  }
+  for (const auto& [before, after] : graph.edges()) edges.emplace_back(after, before);
+
+  // Grouped by node (a counting sort), then each node's sorted and unique.
+  std::vector<std::size_t> first(nodes.size() + 1, 0);
+  for (const auto& e : edges) ++first[e.first + 1];
+  for (std::size_t v = 0; v < nodes.size(); ++v) first[v + 1] += first[v];
+  std::vector<node_id> before(edges.size());
+  {
+    std::vector<std::size_t> next(first.begin(), first.end() - 1);
+    for (const auto& [after, u] : edges) before[next[after]++] = u;
+  }
+  Dependencies d;
+  d.predecessors.resize(nodes.size());
+  for (node_id v = 0; v < nodes.size(); ++v) {
+    const auto from = before.begin() + static_cast<std::ptrdiff_t>(first[v]);
+    const auto to = before.begin() + static_cast<std::ptrdiff_t>(first[v + 1]);
+    std::sort(from, to);
+    d.predecessors[v].assign(from, std::unique(from, to));  // one allocation of the final size
+    d.edges += d.predecessors[v].size();
   }
   d.order = issue_order(graph, d.predecessors);
   return d;

@@ -116,8 +116,31 @@ std::uint32_t TaskGraph::add_buffer(std::string name, std::uint64_t bytes) {
 
 node_id TaskGraph::add(Node node) {
   if (node.name.empty()) throw invalid_input(fmt::format("node {}: name must not be empty", nodes_.size()));
-  if (node_index_.contains(node.name))
+  const auto id = static_cast<node_id>(nodes_.size());
+  // One hash of the name for the check and the index: it is entered first
+  // and taken out again if the node is refused, as is any access resolved.
+  grow_node_slots(nodes_.size() + 1);
+  const std::size_t hash = std::hash<std::string_view>{}(node.name);
+  const std::size_t slot = node_slot(node.name, hash);
+  if (node_slots_[slot].id_plus_one != 0)
     throw invalid_input(fmt::format("node '{}': declared twice", node.name));
+  const std::size_t first_access = access_buffers_.size();
+  try {
+    validate(node);
+  } catch (...) {
+    access_buffers_.resize(first_access);
+    throw;
+  }
+  node_slots_[slot] = {id + 1, static_cast<std::uint32_t>(hash >> 32U)};
+  node.work.label = node.name;
+  node.work.stream.reset();
+  node.work.event.reset();
+  first_access_.push_back(first_access);
+  nodes_.push_back(std::move(node));
+  return id;
+}
+
+void TaskGraph::validate(Node& node) {
   if (!is_node_kind(node.work.kind)) {
     throw invalid_input(
         fmt::format("node '{}': kind: {} is not work (expected copy, memset, kernel or "
@@ -125,8 +148,6 @@ node_id TaskGraph::add(Node node) {
                     node.name, to_string(node.work.kind)));
   }
   validate_cost(node);
-  std::vector<std::uint32_t> resolved;
-  resolved.reserve(node.work.accesses.size());
   for (Access& a : node.work.accesses) {
     const auto buffer = find_buffer(a.buffer);
     if (!buffer) {
@@ -140,19 +161,10 @@ node_id TaskGraph::add(Node node) {
     }
     // Explicit, because the checker knows no buffer sizes: "to the end" would be unbounded there.
     a.size = length;
-    resolved.push_back(*buffer);
+    access_buffers_.push_back(*buffer);
   }
   limits::require_at_most(nodes_.size() + 1, limits::max_ops, "nodes", "nodes",
                           "each becomes an op of the graph's Program");
-  const auto id = static_cast<node_id>(nodes_.size());
-  node.work.label = node.name;
-  node.work.stream.reset();
-  node.work.event.reset();
-  node_index_.emplace(node.name, id);
-  first_access_.push_back(access_buffers_.size());
-  access_buffers_.insert(access_buffers_.end(), resolved.begin(), resolved.end());
-  nodes_.push_back(std::move(node));
-  return id;
 }
 
 void TaskGraph::precede(node_id before, node_id after) {
@@ -168,7 +180,7 @@ void TaskGraph::precede(node_id before, node_id after) {
 
 void TaskGraph::reserve(std::size_t nodes) {
   nodes_.reserve(nodes);
-  node_index_.reserve(nodes);
+  grow_node_slots(nodes);
   first_access_.reserve(nodes);
 }
 
@@ -178,8 +190,31 @@ std::optional<std::uint32_t> TaskGraph::find_buffer(std::string_view name) const
 }
 
 std::optional<node_id> TaskGraph::find_node(std::string_view name) const noexcept {
-  const auto it = node_index_.find(name);
-  return it == node_index_.end() ? std::nullopt : std::optional<node_id>(it->second);
+  if (node_slots_.empty()) return std::nullopt;
+  const NameSlot& s = node_slots_[node_slot(name, std::hash<std::string_view>{}(name))];
+  return s.id_plus_one == 0 ? std::nullopt : std::optional<node_id>(s.id_plus_one - 1);
+}
+
+std::size_t TaskGraph::node_slot(std::string_view name, std::size_t hash) const noexcept {
+  const std::size_t mask = node_slots_.size() - 1;  // a power of two
+  const auto tag = static_cast<std::uint32_t>(hash >> 32U);
+  for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+    const NameSlot& s = node_slots_[i];
+    if (s.id_plus_one == 0 || (s.tag == tag && nodes_[s.id_plus_one - 1].name == name)) return i;
+  }
+}
+
+void TaskGraph::grow_node_slots(std::size_t nodes) {
+  // At most half full, so probes stay short and an empty slot always exists.
+  if (nodes * 2 <= node_slots_.size()) return;
+  std::size_t size = 64;
+  while (size < nodes * 2) size *= 2;
+  std::vector<NameSlot> old = std::exchange(node_slots_, std::vector<NameSlot>(size));
+  for (const NameSlot& s : old) {
+    if (s.id_plus_one == 0) continue;
+    const std::string& name = nodes_[s.id_plus_one - 1].name;
+    node_slots_[node_slot(name, std::hash<std::string_view>{}(name))] = s;
+  }
 }
 
 }  // namespace overlap::graph

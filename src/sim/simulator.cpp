@@ -15,6 +15,7 @@
 #include "copy_arbitration.hpp"
 #include "op_cost.hpp"
 #include "overlap/core/error.hpp"
+#include "overlap/core/op_span.hpp"
 #include "sm_sharing.hpp"
 #include "start_latency.hpp"
 
@@ -674,18 +675,10 @@ class Simulation {
       if (!is_stream_op(op.kind)) continue;
       const OpState& s = ops_[i];
       t.sequential_time += s.solo;
-      Span span;
-      span.op = static_cast<op_id>(i);
-      span.kind = op.kind;
-      if (op.kind == op_kind::copy) span.direction = op.direction;
-      span.label = op.label;
-      span.item = op.item;
-      span.chunk = op.chunk;
-      span.stream = *op.stream;
-      span.unit = s.unit;
+      Span span = span_of(op, static_cast<op_id>(i));
+      span.unit = s.unit;  // the model's engines: one shared copy engine on some GPUs
       span.start = s.start;
       span.end = s.end;
-      span.bytes = op.bytes;
       span.solo_duration = s.solo;
       span.waited_because = s.reason;
       if (s.has_cause) span.waited_for = s.cause;

@@ -6,25 +6,11 @@
 #include <map>
 #include <optional>
 
+#include "overlap/core/op_span.hpp"
+
 namespace overlap::trace::detail {
 
 namespace {
-
-engine engine_of(const Op& op) {
-  switch (op.kind) {
-    case op_kind::copy:
-      switch (op.direction) {
-        case copy_direction::h2d: return engine::h2d_copy;
-        case copy_direction::d2h: return engine::d2h_copy;
-        case copy_direction::d2d: return engine::d2d_copy;
-      }
-      return engine::copy;
-    case op_kind::kernel:
-    case op_kind::memset: return engine::compute;
-    case op_kind::host_function: return engine::host_callback;
-    default: return engine::none;
-  }
-}
 
 // Calls that hold the host until device work is done.
 bool blocks_host(const Op& op) {
@@ -64,16 +50,7 @@ Timeline measured_timeline(const Program& program, const RawTrace& trace,
                               from.call_start, from.call_end});
     }
     if (!is_stream_op(op.kind)) continue;
-    Span s;
-    s.op = i;
-    s.kind = op.kind;
-    if (op.kind == op_kind::copy) s.direction = op.direction;
-    s.label = op.label;
-    s.item = op.item;
-    s.chunk = op.chunk;
-    s.stream = *op.stream;
-    s.unit = engine_of(op);
-    s.bytes = op.bytes;
+    Span s = span_of(op, i);
     if (work[i].empty()) {
       // Records and waits leave no activity: draw them where their stream is.
       s.start = s.end = std::max(from.call_end, stream_end[s.stream]);

@@ -1,6 +1,7 @@
 // Made-up `overlap bench` results for the tests that need no GPU: a
-// transfer-bound workload with a link floor and a recorded best run, and a
-// compute-bound one, in the shapes run_benchmark fills.
+// transfer-bound workload with a link floor and a recorded best run, a
+// compute-bound one, the frames, the pageable data and the Graph rows, in
+// the shapes run_benchmark fills.
 #pragma once
 
 #include <string>
@@ -146,6 +147,65 @@ inline bench::pageable_result pageable_result() {
   p.automatic_one_shot = "staged";
   p.automatic_kept = "pinned";
   return p;
+}
+
+/// Issue 13's Graph rows. (a) 8 branches x 8 kernels of 16 blocks: the
+/// longest branch alone 1.0 ms, one stream 8.0, hand-written streams 1.08,
+/// Graph::run 1.05 (issuing 2.0 us per kernel), replayed 1.03 (0.12 us),
+/// 8 of 8 branches seen at once. (b) 1,000 tiny kernels: 2.5 us of host
+/// time per node issued directly, 0.05 replayed. (c) a 100,000-node DAG
+/// declared in 62 ms and mapped in 85 (147 together).
+inline bench::graph_result graph_result() {
+  using bench::variant_kind;
+  bench::graph_result g;
+  g.branches = 8;
+  g.kernels_per_branch = 8;
+  g.blocks_per_kernel = 16;
+  g.threads_per_block = 256;
+  g.iterations = 16384;
+  g.branch_elements = 4096;
+  g.sm_count = 132;
+  const std::size_t branch_bytes = 16 * 1024;
+  g.branch_rows = {row(variant_kind::branch_alone, 1.0, branch_bytes, 1),
+                   row(variant_kind::graph_one_stream, 8.0, branch_bytes, 1),
+                   row(variant_kind::graph_hand_streams, 1.08, branch_bytes, 8),
+                   row(variant_kind::graph_branches, 1.05, branch_bytes, 8),
+                   row(variant_kind::graph_branches_replay, 1.03, branch_bytes, 8)};
+  g.branch_rows[0].chunks = 8;
+  for (std::size_t i = 1; i < g.branch_rows.size(); ++i) g.branch_rows[i].chunks = 64;
+  g.branch_rows[3].host_issue_per_chunk_us = bench::summarize({1.9, 2.0, 2.2});
+  g.branch_rows[4].host_issue_per_chunk_us = bench::summarize({0.1, 0.12, 0.15});
+  g.concurrent_branches = 8;
+  g.graph_streams = 8;
+  g.graph_waits = 0;
+  g.capture_ms = 1.5;
+  g.tiny_kernels = 1000;
+  g.tiny_fans = 5;
+  g.tiny_chains = 50;
+  g.tiny_edges = 1040;
+  g.tiny_streams = 8;
+  g.tiny_waits = 12;
+  g.tiny_capture_ms = 20.0;
+  g.tiny_rows = {row(variant_kind::tiny_direct, 2.5, 4, 8), row(variant_kind::tiny_replay, 1.2, 4, 8)};
+  for (auto& v : g.tiny_rows) v.chunks = 1000;
+  g.tiny_rows[0].host_issue_per_chunk_us = bench::summarize({2.4, 2.5, 2.9});
+  g.tiny_rows[1].host_issue_per_chunk_us = bench::summarize({0.04, 0.05, 0.06});
+  bench::dag_result d;
+  d.nodes = 100'000;
+  d.buffers = 1000;
+  d.accesses = 200'000;
+  d.explicit_edges = 990;
+  d.edges = 250'000;
+  d.waits = 40'000;
+  d.cross_stream_edges = 90'000;
+  d.false_dependencies = 10;
+  d.streams = 8;
+  d.max_streams = 8;
+  d.build_ms = bench::summarize({60.0, 62.0, 70.0});
+  d.schedule_ms = bench::summarize({80.0, 85.0, 90.0});
+  d.total_ms = bench::summarize({142.0, 147.0, 158.0});
+  g.dag = d;
+  return g;
 }
 
 }  // namespace overlap::cli::bench_fixtures

@@ -1,4 +1,5 @@
-// `overlap bench --report`'s page, built from made-up results (no GPU): the
+// `overlap bench --report`'s page, and the Graph section of the text and
+// JSON reports, built from made-up results (no GPU). The page: the
 // sweep chart holds every Pipeline configuration at its median with the
 // floor (the link floor, for the transfer-bound workload) and sequential
 // levels, the notes say which term of the link floor binds, and the best
@@ -13,7 +14,9 @@
 #include <string>
 
 #include "bench_fixtures.hpp"
+#include "bench_graph.hpp"
 #include "bench_verdicts.hpp"
+#include "overlap/bench/random_dag.hpp"
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/error.hpp"
 
@@ -117,6 +120,170 @@ TEST(BenchReport, TransferBoundResultsWithoutALinkFloorAreAnError) {
   bench::workload_result w = transfer_workload();
   w.link.reset();
   EXPECT_THROW((void)bench_report_html(result_of(std::move(w)), {}, "now"), error);
+}
+
+TEST(BenchGraph, BranchesTableAndSummary) {
+  const std::string text = graph_text(bench_fixtures::graph_result());
+  EXPECT_NE(
+      text.find("graph branches: 8 independent chains of 8 kernels, each kernel 16 blocks x 256 threads "
+                "(132 SMs), 16384 LCG rounds per uint32, 16 KiB per branch\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("x alone  x 1-str"), std::string::npos) << text;
+  // Every row, its ratio to the longest branch alone and to one stream: 1.05 / 1.0, 1.05 / 8.0.
+  EXPECT_NE(
+      text.find("graph_branches                             16 KiB       8      64      1.050    1.040..1.071"
+                "      1.050    0.131"),
+      std::string::npos)
+      << text;
+  EXPECT_EQ(count(text, "16 KiB"), 6U);  // five rows and the heading
+  EXPECT_NE(
+      text.find("concurrent branches: 8 of 8 (the most kernels running at once in a recorded Graph::run)"),
+      std::string::npos);
+  EXPECT_NE(text.find("Graph::run: 1.050x the longest branch alone, 7.62x faster than one stream, 0.972x the "
+                      "hand-written streams; replayed: 1.030x the longest branch alone"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("the Graph: 8 streams, 0 event waits; captured once in 1.50 ms; host issue per kernel "
+                      "2.00 us direct, 0.12 us replayed"),
+            std::string::npos)
+      << text;
+}
+
+TEST(BenchGraph, TinyKernelsAndTheDagOnTheCpu) {
+  const std::string text = graph_text(bench_fixtures::graph_result());
+  EXPECT_NE(
+      text.find("graph tiny kernels: 1000 one-thread kernels in 5 fans (a root, its leaves, a join) and 50 "
+                "chains (up to 10 long); 1040 edges, 8 streams, 12 event waits"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("2.500 (2.400..2.900)"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("host cost per node: 2.500 us issued by Graph::run, 0.050 us replayed = 0.020x; captured "
+                "once in 20.00 ms"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("graph DAG on the CPU (one thread): 100000 random nodes over 1000 buffers, 200000 accesses, "
+                "990 explicit edges -> 250000 edges; mapped onto 8 of 8 streams with 40000 event waits "
+                "(90000 cross-stream edges, 10 false dependencies)"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("build and map (dag_build_map)               147.000  142.000..158.000      0.735"),
+            std::string::npos)
+      << text;
+
+  bench::graph_result no_dag = bench_fixtures::graph_result();
+  no_dag.dag.reset();
+  EXPECT_EQ(graph_text(no_dag).find("graph DAG"), std::string::npos);
+}
+
+TEST(BenchGraph, Json) {
+  const nlohmann::ordered_json j = graph_json(bench_fixtures::graph_result());
+  const auto& branches = j["branches"];
+  EXPECT_EQ(branches["branches"], 8);
+  EXPECT_EQ(branches["blocks_per_kernel"], 16);
+  EXPECT_EQ(branches["threads_per_block"], 256);
+  EXPECT_EQ(branches["floor_ms"], 1.0);
+  ASSERT_EQ(branches["rows"].size(), 5U);
+  EXPECT_EQ(branches["rows"][0]["kind"], "branch_alone");
+  EXPECT_EQ(branches["rows"][3]["kind"], "graph_branches");
+  EXPECT_EQ(branches["rows"][3]["kernels"], 64);
+  EXPECT_NEAR(branches["rows"][3]["ratio_to_floor"].get<double>(), 1.05, 1e-12);
+  EXPECT_EQ(branches["rows"][3]["host_issue_per_kernel_us"]["median"], 2.0);
+  EXPECT_TRUE(branches["rows"][4]["verified"].get<bool>());
+  EXPECT_EQ(branches["concurrent_branches"], 8);
+  EXPECT_NEAR(branches["one_stream_to_graph"].get<double>(), 8.0 / 1.05, 1e-12);
+  EXPECT_NEAR(branches["graph_to_hand_streams"].get<double>(), 1.05 / 1.08, 1e-12);
+  const auto& tiny = j["tiny"];
+  EXPECT_EQ(tiny["kernels"], 1000);
+  ASSERT_EQ(tiny["rows"].size(), 2U);
+  EXPECT_EQ(tiny["rows"][1]["kind"], "tiny_replay");
+  EXPECT_FALSE(tiny["rows"][1].contains("ratio_to_floor"));
+  EXPECT_EQ(tiny["host_issue_per_node_us"]["direct"], 2.5);
+  EXPECT_NEAR(tiny["replay_to_direct_host_cost"].get<double>(), 0.02, 1e-12);
+  const auto& dag = j["dag"];
+  EXPECT_EQ(dag["kind"], "dag_build_map");
+  EXPECT_EQ(dag["nodes"], 100000);
+  EXPECT_EQ(dag["waits"], 40000);
+  EXPECT_EQ(dag["total_ms"]["median"], 147.0);
+  EXPECT_EQ(dag["schedule_ms"]["samples"].size(), 3U);
+}
+
+TEST(BenchGraph, MissingRowsAreAnError) {
+  bench::graph_result g = bench_fixtures::graph_result();
+  g.branch_rows.pop_back();  // no replay
+  EXPECT_THROW((void)graph_text(g), error);
+  EXPECT_THROW((void)ratios_of(g), error);
+}
+
+TEST(BenchGraph, TheRandomDagFollowsFromItsSeedAndStaysInsideItsBuffers) {
+  bench::random_dag_options options;
+  options.nodes = 3000;
+  options.seed = 7;
+  const bench::random_dag_plan a = bench::plan_random_dag(options);
+  const bench::random_dag_plan b = bench::plan_random_dag(options);
+  ASSERT_EQ(a.nodes.size(), 3000U);
+  EXPECT_EQ(a.accesses, b.accesses);
+  EXPECT_EQ(a.edges, b.edges);
+  EXPECT_FALSE(a.edges.empty());  // about 30 explicit edges
+  std::size_t accesses = 0;
+  for (const bench::random_node& n : a.nodes) {
+    EXPECT_GE(n.accesses.size(), 1U);
+    EXPECT_LE(n.accesses.size(), 3U);
+    for (const bench::random_access& x : n.accesses) {
+      EXPECT_LT(x.buffer, options.buffers);
+      EXPECT_GE(x.bytes, 4096U);
+      EXPECT_LE(x.offset + x.bytes, options.buffer_bytes);
+    }
+    accesses += n.accesses.size();
+  }
+  EXPECT_EQ(accesses, a.accesses);
+  for (const auto& [before, after] : a.edges) EXPECT_LT(before, after);
+  const graph::TaskGraph g = bench::declare_random_dag(a);
+  EXPECT_EQ(g.size(), 3000U);
+  EXPECT_EQ(g.buffers().size(), options.buffers);
+  EXPECT_EQ(g.edges().size(), a.edges.size());
+  options.seed = 8;
+  const bench::random_dag_plan other = bench::plan_random_dag(options);
+  EXPECT_NE(other.accesses + other.edges.size(), a.accesses + a.edges.size());
+}
+
+// (c) runs on the CPU alone, so it is tested here at a small size.
+TEST(BenchGraph, TheDagRowDeclaresAndMapsOnTheCpu) {
+  const bench::dag_result d = bench::measure_dag_build(2000, 11, 1, 3);
+  EXPECT_EQ(d.nodes, 2000U);
+  EXPECT_EQ(d.buffers, 1000U);
+  EXPECT_GE(d.accesses, 2000U);
+  EXPECT_GT(d.edges, 0U);
+  EXPECT_GE(d.streams, 1U);
+  EXPECT_LE(d.streams, 8U);
+  EXPECT_EQ(d.max_streams, 8U);
+  EXPECT_LE(d.waits, d.cross_stream_edges);  // only the edges not already implied are waited on
+  EXPECT_EQ(d.total_ms.samples.size(), 3U);
+  EXPECT_GT(d.build_ms.median, 0.0);
+  EXPECT_GE(d.total_ms.min, d.schedule_ms.min);
+  EXPECT_THROW((void)bench::measure_dag_build(0, 11, 0, 1), invalid_input);
+  EXPECT_THROW((void)bench::measure_dag_build(10, 11, 0, 0), invalid_input);
+}
+
+TEST(BenchGraph, ConcurrencyIsTheMostKernelSpansRunningAtOnce) {
+  Timeline t;
+  const auto span = [&t](op_kind kind, double start, double end) {
+    Span s;
+    s.kind = kind;
+    s.start = start;
+    s.end = end;
+    t.spans.push_back(s);
+  };
+  EXPECT_EQ(bench::max_concurrent_kernels(t), 0U);
+  span(op_kind::kernel, 0.0, 1.0);
+  span(op_kind::kernel, 1.0, 2.0);  // back to back with the first: not concurrent
+  EXPECT_EQ(bench::max_concurrent_kernels(t), 1U);
+  span(op_kind::kernel, 0.5, 1.5);
+  span(op_kind::kernel, 0.9, 1.1);
+  span(op_kind::copy, 0.0, 2.0);                    // copies do not count
+  EXPECT_EQ(bench::max_concurrent_kernels(t), 3U);  // just before 1.0: 0..1, 0.5..1.5 and 0.9..1.1
 }
 
 }  // namespace

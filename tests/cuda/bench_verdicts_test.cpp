@@ -189,6 +189,77 @@ TEST(BenchVerdicts, PageableIsJudgedAgainstTheHostCopyFloorNaiveAndPinned) {
   EXPECT_FALSE(named(bad, "pageable_stage_vs_copy_floor").pass);
 }
 
+TEST(BenchVerdicts, GraphIsJudgedOnItsBranchesTinyKernelsAndTheDag) {
+  bench::bench_result r = result_of(transfer_workload(), compute_workload());
+  r.graph = bench_fixtures::graph_result();
+  const Judgement j = judge(r, false);
+  EXPECT_EQ(j.verdicts.size(), 9U + 6U);
+  const Verdict& alone = named(j, "graph_vs_longest_branch");
+  EXPECT_NEAR(alone.value, 1.05, 1e-12);
+  EXPECT_EQ(alone.limit, 1.2);
+  EXPECT_TRUE(alone.pass);
+  EXPECT_NEAR(named(j, "graph_vs_one_stream").value, 8.0 / 1.05, 1e-12);
+  EXPECT_TRUE(named(j, "graph_vs_one_stream").pass);
+  EXPECT_NEAR(named(j, "graph_vs_hand_streams").value, 1.05 / 1.08, 1e-12);
+  EXPECT_TRUE(named(j, "graph_vs_hand_streams").pass);
+  EXPECT_EQ(named(j, "graph_concurrent_branches").value, 8.0);
+  EXPECT_TRUE(named(j, "graph_concurrent_branches").pass);
+  EXPECT_NEAR(named(j, "graph_replay_host_cost").value, 0.02, 1e-12);
+  EXPECT_TRUE(named(j, "graph_replay_host_cost").pass);
+  EXPECT_EQ(named(j, "graph_dag_build_map").value, 147.0);
+  EXPECT_EQ(named(j, "graph_dag_build_map").unit, "ms");
+  EXPECT_TRUE(named(j, "graph_dag_build_map").pass);
+  for (const Verdict& v : j.verdicts) {
+    if (v.name.starts_with("graph_")) {
+      EXPECT_TRUE(v.caveat.empty()) << v.name;
+    }
+  }
+
+  const std::string text = verdicts_text(j);
+  EXPECT_NE(
+      text.find("  PASS  Graph of independent branches within 1.2x of the longest branch alone: 1.050x\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("  PASS  Graph runs all 8 branches at once (the most kernels running together, recorded): "
+                "8 of 8 branches\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("  PASS  1000 tiny kernels: replay's host cost per node at most 0.5x direct issue: 0.020x\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  PASS  random DAG of 100000 nodes declared and mapped in under 200 ms on one core: "
+                      "147.000 ms\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST(BenchVerdicts, GraphVerdictsFailWhenTheTargetsAreMissed) {
+  bench::bench_result r;
+  r.graph = bench_fixtures::graph_result();
+  bench::graph_result& g = *r.graph;
+  g.branch_rows[3].device_ms = bench::summarize({3.0, 3.0, 3.0});  // Graph::run: 3x alone, 2.67x one stream
+  g.concurrent_branches = 5;
+  g.tiny_rows[1].host_issue_per_chunk_us = bench::summarize({1.5, 1.5, 1.5});  // 0.6x direct
+  g.dag->total_ms = bench::summarize({250.0, 250.0, 250.0});
+  const Judgement j = judge(r, false);
+  EXPECT_EQ(j.verdicts.size(), 6U);  // a Graph-only run (--only graph) is judged on its own
+  for (const Verdict& v : j.verdicts) EXPECT_FALSE(v.pass) << v.name;
+  EXPECT_NE(
+      verdicts_text(j).find("FAIL  Graph runs all 8 branches at once (the most kernels running together, "
+                            "recorded): 5 of 8 branches"),
+      std::string::npos);
+
+  // No DAG: no DAG verdict. No direct host cost: the replay cannot pass against it.
+  g.dag.reset();
+  g.tiny_rows[0].host_issue_per_chunk_us.reset();
+  const Judgement k = judge(r, false);
+  EXPECT_EQ(k.verdicts.size(), 5U);
+  EXPECT_FALSE(named(k, "graph_replay_host_cost").pass);
+  EXPECT_FALSE(judge(r, true).judged);
+}
+
 TEST(BenchVerdicts, TransferBoundResultsWithoutALinkFloorAreAnError) {
   bench::workload_result w = transfer_workload();
   w.link.reset();

@@ -1,14 +1,17 @@
 // `overlap bench`: the two workloads of HARDWARE.md on the GPU, in every
 // variant (the seeds' one-stream and two-stream code, cuda::Pipeline with
 // defaults and over a chunk x stream sweep) against the floors measured in
-// the same run, every output checked. Measuring is overlap_bench's job
+// the same run, every output checked; then the frames, the pageable data and
+// cuda::Graph's rows (--only picks sections). Measuring is overlap_bench's job
 // (src/bench); judging is bench_verdicts.cpp's; this file chooses the
 // configuration and prints.
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -22,6 +25,7 @@
 #if OVERLAP_HAS_CUDA
 #include <nlohmann/json.hpp>
 
+#include "bench_graph.hpp"
 #include "bench_report.hpp"
 #include "bench_streams.hpp"
 #include "bench_terms.hpp"
@@ -52,6 +56,14 @@ constexpr const char* footer = R"(Workloads (HARDWARE.md):
                   Pipeline over pinned copies, and over the vectors registered
                   once; against the host copy floor, (in + out) / the fastest
                   multi-threaded memcpy from pageable into pinned memory
+  graph           cuda::Graph (issue 13): 8 independent chains of 8 integer
+                  kernels, each of SMs / 8 blocks, as a Graph, replayed from
+                  a capture, on one stream and on hand-written streams and
+                  events, against the longest chain alone, and the branches
+                  seen running at once in a recorded run; 1,000 one-thread
+                  kernels in fans and chains, host cost per node issued by
+                  Graph::run against a captured replay; on the CPU, a random
+                  100,000-node DAG declared and mapped onto 8 streams
 Variants: sequential (one stream: H2D, kernel, D2H of the whole buffer);
 hand-written 2 streams (the seeds' code: two halves, each H2D/kernel/D2H on
 its own stream); Pipeline with default options; Pipeline over chunk sizes
@@ -80,6 +92,9 @@ exactly for y = 2x + 1, within 1e-4 relative + 1e-5 for sin/cos.
 Examples:
   overlap bench                         the full run (about a minute on an H100)
   overlap bench --quick                 64 MiB / 1 Mi floats, 5 reps, a small sweep
+  overlap bench --only graph --timeline graph.json
+                                        the Graph rows alone (judged), and the
+                                        recorded Graph run as a Chrome trace
   overlap bench --json -o bench.json --timeline best.json
                                         machine-readable results, and the best
                                         transfer-bound Pipeline run as a Chrome
@@ -97,8 +112,12 @@ as PASS/FAIL lines (they do not change the exit code); --quick reports none.
 Exit codes: 0 ok, 1 wrong output (the first bad index is named) or
 a CUDA error, 2 bad input, no CUDA device, or built without CUDA.)";
 
+// What --only can name.
+constexpr const char* section_names[] = {"transfer", "compute", "frames", "pageable", "graph"};
+
 struct BenchOptions {
   bool quick = false;
+  std::vector<std::string> only;  // empty: every section
   unsigned reps = 15;
   bool json = false;
   std::string output;
@@ -164,7 +183,14 @@ bench::bench_config make_config(const BenchOptions& o, bool reps_given) {
     compute.chunk_bytes = {256 * KiB, 512 * KiB, 1 * MiB, 2 * MiB, 4 * MiB};
     compute.stream_counts = {2, 3, 4, 8};
   }
-  config.workloads = {transfer, compute};
+  const auto wanted = [&o](const char* section) {
+    return o.only.empty() || std::find(o.only.begin(), o.only.end(), section) != o.only.end();
+  };
+  if (wanted("transfer")) config.workloads.push_back(transfer);
+  if (wanted("compute")) config.workloads.push_back(compute);
+  config.feed.enabled = wanted("frames");
+  config.pageable.enabled = wanted("pageable");
+  config.graph.enabled = wanted("graph");
   if (o.quick) {
     config.feed.frames = 20;
     config.feed.slot_counts = {2, 4};
@@ -172,6 +198,10 @@ bench::bench_config make_config(const BenchOptions& o, bool reps_given) {
     config.pageable.elements = 16 * MiB / sizeof(float);
     config.pageable.chunk_bytes = 2 * MiB;
     config.pageable.copy_threads = {4, 8};
+    config.graph.kernels_per_branch = 4;
+    config.graph.iterations = 4096;
+    config.graph.tiny_kernels = 300;
+    config.graph.dag_nodes = 20'000;
   }
   return config;
 }
@@ -258,10 +288,12 @@ std::string text_report(const bench::bench_result& r, const Judgement& judgement
       "each row: {} warm-up runs, then the median and min..max of {} timed runs (CUDA events from before the "
       "host issues to after it sees completion); every output element of every run verified\n",
       r.warmup, r.reps);
-  text += "link floor: the link's peak rates, measured in this run over " + link_sweep_text(r.link) + "\n";
+  if (!r.workloads.empty())
+    text += "link floor: the link's peak rates, measured in this run over " + link_sweep_text(r.link) + "\n";
   for (const workload_result& w : r.workloads) text += workload_text(w);
   if (r.feed) text += frames_text(*r.feed);
   if (r.pageable) text += pageable_text(*r.pageable);
+  if (r.graph) text += graph_text(*r.graph);
   return text + verdicts_text(judgement);
 }
 
@@ -376,6 +408,7 @@ std::string json_report(const bench::bench_result& r, const Judgement& judgement
   out["workloads"] = std::move(workloads);
   if (r.feed) out["frames"] = frames_json(*r.feed);
   if (r.pageable) out["pageable"] = pageable_json(*r.pageable);
+  if (r.graph) out["graph"] = graph_json(*r.graph);
   add_verdicts_json(out, judgement);
   out["verified"] = true;  // a wrong element ends the bench with exit 1 and no report
   // Names from input may be any bytes; JSON is UTF-8 (bad bytes become U+FFFD).
@@ -388,6 +421,14 @@ int run_bench(const BenchOptions& o, bool reps_given, Streams io) {
   require_writable_path(o.report, "--report");
   if (o.report == "-")
     throw invalid_input("--report: give a file name (the page is HTML, not for a terminal)");
+  const bool pipelines = o.only.empty() || std::ranges::any_of(o.only, [](const std::string& section) {
+                           return section == "transfer" || section == "compute";
+                         });
+  if (!o.report.empty() && !pipelines)
+    throw invalid_input("--report: draws the Pipeline workloads; --only names neither transfer nor compute");
+  const bool graphs = o.only.empty() || std::ranges::find(o.only, "graph") != o.only.end();
+  if (!o.timeline.empty() && !pipelines && !graphs)
+    throw invalid_input("--timeline: --only names no section with a recorded run (transfer, compute, graph)");
   const DeviceModel model =
       DeviceModel::load(o.device);  // a bad model file fails before a minute of measuring
   if (cuda::device_count() == 0) {
@@ -414,9 +455,15 @@ int run_bench(const BenchOptions& o, bool reps_given, Streams io) {
   write_output(o.output, o.json ? json_report(result, judgement, o.quick) : text_report(result, judgement),
                io);
   if (!o.timeline.empty()) {
+    // The best Pipeline run when one was measured, else the recorded Graph run.
     const workload_result* w = recorded_workload(result);
-    if (w == nullptr) throw error("bench: no recorded Pipeline run to write as a timeline");
-    write_output(o.timeline, io::to_chrome_trace(*w->best_timeline), io);
+    if (w != nullptr) {
+      write_output(o.timeline, io::to_chrome_trace(*w->best_timeline), io);
+    } else if (result.graph && result.graph->timeline) {
+      write_output(o.timeline, io::to_chrome_trace(*result.graph->timeline), io);
+    } else {
+      throw error("bench: no recorded run to write as a timeline");
+    }
   }
   if (!o.report.empty()) {
     write_output(o.report, bench_report_html(result, verdict_lines(judgement), utc_now(), model), io);
@@ -440,8 +487,14 @@ Subcommand add_bench(CLI::App& parent, Streams io) {
       ->check(CLI::Range(1U, 100'000U));
   app->add_flag("--json", o->json, "Write the results as JSON (variants, floors, ratios, verdicts)");
   app->add_option("-o,--output", o->output, "Write the results to FILE instead of standard output");
+  app->add_option("--only", o->only,
+                  "Measure only these sections (repeat, or separate with commas): transfer, compute, frames, "
+                  "pageable, graph")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(section_names), std::end(section_names))))
+      ->delimiter(',');
   app->add_option("--timeline", o->timeline,
-                  "Write the best transfer-bound Pipeline run, recorded, as Chrome trace JSON to FILE");
+                  "Write the best transfer-bound Pipeline run, recorded, as Chrome trace JSON to FILE (with "
+                  "--only graph: the recorded Graph run)");
   app->add_option(
       "--report", o->report,
       "Write an HTML page to FILE: each sweep as a chart, and the best transfer-bound run measured "

@@ -9,6 +9,7 @@
 #include <functional>
 #include <utility>
 
+#include "bench_graph.hpp"
 #include "bench_streams.hpp"
 #include "bench_terms.hpp"
 
@@ -93,6 +94,34 @@ void judge_pageable(const bench::pageable_result& p, const add_function& add) {
       automatic_kept, 1.10, "x", automatic_kept <= 1.10);
 }
 
+// Issue 13: (a) the branches against the longest one alone, one stream and
+// the hand-written streams, and seen running together; (b) the replay's
+// host cost per node against direct issue; (c) the DAG's build and map.
+void judge_graph(const bench::graph_result& g, const add_function& add) {
+  const graph_ratios q = ratios_of(g);
+  add("graph_vs_longest_branch", "Graph of independent branches within 1.2x of the longest branch alone",
+      q.graph_to_alone, 1.2, "x", q.graph_to_alone <= 1.2);
+  add("graph_vs_one_stream", "Graph of independent branches at least 3x faster than one stream",
+      q.one_stream_speedup, 3.0, "x", q.one_stream_speedup >= 3.0);
+  add("graph_vs_hand_streams", "Graph of independent branches at most the hand-written streams' time",
+      q.graph_to_hand, 1.0, "x", q.graph_to_hand <= 1.0);
+  const auto branches = static_cast<double>(g.branches);
+  add("graph_concurrent_branches",
+      fmt::format("Graph runs all {} branches at once (the most kernels running together, recorded)",
+                  g.branches),
+      static_cast<double>(g.concurrent_branches), branches, "branches",
+      static_cast<double>(g.concurrent_branches) >= branches);
+  add("graph_replay_host_cost",
+      fmt::format("{} tiny kernels: replay's host cost per node at most 0.5x direct issue", g.tiny_kernels),
+      q.replay_to_direct_host, 0.5, "x", q.direct_us_per_node > 0.0 && q.replay_to_direct_host <= 0.5);
+  if (g.dag) {
+    const double ms = g.dag->total_ms.median;
+    add("graph_dag_build_map",
+        fmt::format("random DAG of {} nodes declared and mapped in under 200 ms on one core", g.dag->nodes),
+        ms, 200.0, "ms", ms < 200.0);
+  }
+}
+
 }  // namespace
 
 Judgement judge(const bench::bench_result& r, bool quick) {
@@ -156,6 +185,7 @@ Judgement judge(const bench::bench_result& r, bool quick) {
   }
   if (r.feed) judge_frames(*r.feed, add);
   if (r.pageable) judge_pageable(*r.pageable, add);
+  if (r.graph) judge_graph(*r.graph, add);
   // Every transfer-bound ratio but the host cost is a ratio of link-bound times.
   for (Verdict& v : verdicts) {
     if (!v.name.starts_with("transfer_") || v.unit != "x") continue;
@@ -167,8 +197,11 @@ Judgement judge(const bench::bench_result& r, bool quick) {
 }
 
 std::string verdict_line(const Verdict& v) {
-  return fmt::format("{}  {}: {:.3f}{}{}", v.pass ? "PASS" : "FAIL", v.text, v.value,
-                     v.unit == "x" ? "x" : " ", v.unit == "x" ? "" : v.unit);
+  const char* verdict = v.pass ? "PASS" : "FAIL";
+  if (v.unit == "x") return fmt::format("{}  {}: {:.3f}x", verdict, v.text, v.value);
+  if (v.unit == "us" || v.unit == "ms")
+    return fmt::format("{}  {}: {:.3f} {}", verdict, v.text, v.value, v.unit);
+  return fmt::format("{}  {}: {:g} of {:g} {}", verdict, v.text, v.value, v.limit, v.unit);  // a count
 }
 
 std::vector<std::string> verdict_lines(const Judgement& j) {

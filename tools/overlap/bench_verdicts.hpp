@@ -21,7 +21,7 @@ struct Verdict {
   std::string text;    ///< what is claimed
   double value = 0.0;  ///< what the run measured, in `unit`
   double limit = 0.0;  ///< the target it is held to
-  std::string unit;    ///< "x" or "us"
+  std::string unit;    ///< "x", "us", "ms", or what a count counts ("branches")
   bool pass = false;   ///< whether value meets limit
   /// Why the verdict may not hold on a re-run, or empty: a transfer-bound
   /// verdict of a run whose link rates swung (see unsteady_link_spread).
@@ -48,8 +48,8 @@ inline constexpr const char* not_judged_line =
 /// overlap::error when a row a verdict needs was not measured.
 [[nodiscard]] Judgement judge(const bench::bench_result& r, bool quick);
 
-/// "PASS  transfer-bound best Pipeline within 1.05x of the link floor: 0.987x",
-/// and the caveat on the next line when there is one.
+/// "PASS  transfer-bound best Pipeline within 1.05x of the link floor: 0.987x"
+/// ("...: 12.500 us" for a time, "...: 8 of 8 branches" for a count).
 [[nodiscard]] std::string verdict_line(const Verdict& v);
 
 /// The verdict lines of the reports: one PASS/FAIL line per verdict, or

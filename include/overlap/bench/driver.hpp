@@ -16,6 +16,10 @@
 // D2H writes it) before every run of a variant, and every element is checked
 // on the host after it; a wrong element throws wrong_output.
 //
+// cuda::Graph (issue 13) is measured on its own data: branches of small
+// integer kernels (every element checked against the host's rounds), tiny
+// kernels in chains and fans, and a random DAG built and mapped on the CPU.
+//
 // Library code: it prints nothing; progress goes to a callback. The
 // implementation is in src/bench/, one file per workload and per part.
 #pragma once
@@ -88,11 +92,30 @@ struct pageable_config {
   std::vector<unsigned> copy_threads = {4, 8, 16};  ///< host copy floor: thread counts tried
 };
 
+/// cuda::Graph (issue 13): (a) independent branches of small kernels that
+/// each fill a fraction of the GPU, as a Graph, on one stream, and on
+/// hand-written streams and events; (b) many tiny kernels in chains and
+/// fans, issued directly and replayed from a capture; (c) on the CPU,
+/// building and mapping a large random DAG. Data and DAG follow from
+/// bench_config::seed.
+struct graph_config {
+  bool enabled = true;              ///< measure the Graph rows
+  unsigned branches = 8;            ///< (a) independent chains of kernels
+  unsigned kernels_per_branch = 8;  ///< (a) kernels in each chain
+  /// (a) blocks of each kernel (one uint32 per thread); 0 takes the SM count
+  /// / branches (at least 1), so that every branch fits on the GPU at once.
+  unsigned blocks_per_kernel = 0;
+  unsigned iterations = 16384;      ///< (a) LCG rounds per element per kernel: compute-bound, exact
+  std::size_t tiny_kernels = 1000;  ///< (b) one-thread kernels, in fans and chains
+  std::size_t dag_nodes = 100'000;  ///< (c) nodes of the random DAG built and mapped on the CPU
+};
+
 /// What run_benchmark measures, and how often.
 struct bench_config {
   std::vector<workload_config> workloads;  ///< measured in this order
   feed_config feed;                        ///< then the frames
   pageable_config pageable;                ///< then the pageable data
+  graph_config graph;                      ///< then cuda::Graph
   unsigned warmup = 2;                     ///< untimed runs before the timed ones, per variant
   unsigned reps = 15;                      ///< timed runs per variant
   std::uint64_t seed = 20261122;           ///< of the random input data
@@ -131,6 +154,17 @@ enum class variant_kind {
   pageable_pinned,          ///< Pipeline over pinned copies of the data
   pageable_kept,            ///< Pipeline over the vectors, registered once by the caller (host_registration)
   pageable_kept_automatic,  ///< the same with pageable_memory::automatic
+  // cuda::Graph (issue 13), (a): branches of small kernels.
+  branch_alone,           ///< the longest branch alone on one stream: the floor
+  graph_one_stream,       ///< every branch's kernels in order on one stream
+  graph_hand_streams,     ///< hand-written: a stream per branch, forked and joined with events
+  graph_branches,         ///< cuda::Graph::run, each kernel declaring its branch's buffer
+  graph_branches_replay,  ///< the same Graph captured once, replayed (captured_graph::launch)
+  // (b): tiny kernels in chains and fans.
+  tiny_direct,  ///< cuda::Graph::run: every node issued by the host
+  tiny_replay,  ///< the same Graph captured once, replayed
+  // (c): the CPU alone.
+  dag_build_map,  ///< a random DAG declared (graph::TaskGraph) and mapped (graph::schedule)
 };
 /// "floor_h2d", "sequential", ...: a stable key for JSON.
 [[nodiscard]] std::string_view to_string(variant_kind kind) noexcept;
@@ -229,6 +263,59 @@ struct pageable_result {
   std::string automatic_kept;
 };
 
+/// (c): a random DAG declared and mapped on the calling thread (CPU only).
+struct dag_result {
+  std::size_t nodes = 0;               ///< declared nodes
+  std::size_t buffers = 0;             ///< buffers their accesses touch
+  std::size_t accesses = 0;            ///< regions declared, over every node
+  std::size_t explicit_edges = 0;      ///< TaskGraph::precede calls
+  std::size_t edges = 0;               ///< DAG edges derived (Dependencies::edges)
+  std::size_t waits = 0;               ///< event waits the schedule issues
+  std::size_t cross_stream_edges = 0;  ///< edges between nodes on different streams
+  std::size_t false_dependencies = 0;  ///< nodes queued behind unrelated work (the pool was full)
+  std::size_t streams = 0;             ///< pool streams used (at most max_streams)
+  std::uint32_t max_streams = 8;       ///< the mapping's pool (MappingOptions::max_streams)
+  stats build_ms;                      ///< declaring every buffer, node and edge, per rep (host clock)
+  stats schedule_ms;                   ///< graph::schedule, per rep (host clock)
+  stats total_ms;                      ///< the two together, per rep
+};
+
+/// cuda::Graph, measured (issue 13).
+struct graph_result {
+  // (a) branches of small kernels.
+  unsigned branches = 0;            ///< independent chains
+  unsigned kernels_per_branch = 0;  ///< kernels in each
+  unsigned blocks_per_kernel = 0;   ///< blocks of each kernel
+  unsigned threads_per_block = 0;   ///< threads of each block (one element each)
+  unsigned iterations = 0;          ///< LCG rounds per element per kernel
+  std::size_t branch_elements = 0;  ///< uint32 per branch (one per thread)
+  int sm_count = 0;                 ///< the GPU's SMs the block count was chosen from
+  /// branch_alone, graph_one_stream, graph_hand_streams, graph_branches,
+  /// graph_branches_replay: timed alternating run by run, every element checked.
+  std::vector<variant_result> branch_rows;
+  /// Most kernels running at once in the recorded Graph::run (each branch is
+  /// a chain, so this counts branches running concurrently).
+  unsigned concurrent_branches = 0;
+  std::size_t graph_streams = 0;  ///< the branches Graph's pool streams
+  std::size_t graph_waits = 0;    ///< its event waits
+  double capture_ms = 0.0;        ///< host time of Graph::capture, once
+  /// The recorded Graph::run (recording::on) the concurrency was counted in.
+  std::optional<Timeline> timeline;
+  // (b) tiny kernels.
+  std::size_t tiny_kernels = 0;  ///< nodes of the tiny Graph
+  std::size_t tiny_fans = 0;     ///< fans: a root, parallel leaves, a join
+  std::size_t tiny_chains = 0;   ///< chains of consecutive kernels
+  std::size_t tiny_edges = 0;    ///< DAG edges of the tiny Graph
+  std::size_t tiny_streams = 0;  ///< its pool streams
+  std::size_t tiny_waits = 0;    ///< its event waits
+  double tiny_capture_ms = 0.0;  ///< host time of its Graph::capture, once
+  /// tiny_direct, tiny_replay: host_issue_ms is the issue call alone (the
+  /// steady clock around Graph::run or captured_graph::launch), per chunk = per node.
+  std::vector<variant_result> tiny_rows;
+  // (c) the CPU alone.
+  std::optional<dag_result> dag;  ///< when dag_nodes > 0
+};
+
 /// Everything run_benchmark measured, and the settings it measured with.
 struct bench_result {
   device_info device;                       ///< where it ran
@@ -238,6 +325,7 @@ struct bench_result {
   std::vector<workload_result> workloads;   ///< in bench_config's order
   std::optional<feed_result> feed;          ///< when bench_config::feed.enabled
   std::optional<pageable_result> pageable;  ///< when bench_config::pageable.enabled
+  std::optional<graph_result> graph;        ///< when bench_config::graph.enabled
 };
 
 /// A variant wrote a wrong element (or left one unwritten: the NaN poison).
@@ -263,6 +351,18 @@ using progress_callback = std::function<void(std::size_t step, std::size_t steps
 /// wrong_output, cuda_error, pipeline_error, or invalid_input naming the bad
 /// field of `config`.
 [[nodiscard]] bench_result run_benchmark(const bench_config& config, const progress_callback& progress);
+
+/// (c) alone, CUDA-free and on the calling thread: declares a random DAG of
+/// `nodes` nodes (random_dag.hpp, from `seed`) into a graph::TaskGraph and
+/// maps it with graph::schedule onto at most 8 streams, `warmup` untimed
+/// and `reps` timed times. Throws invalid_input for 0 nodes or reps.
+[[nodiscard]] dag_result measure_dag_build(std::size_t nodes, std::uint64_t seed, unsigned warmup,
+                                           unsigned reps);
+
+/// The most kernel spans of `timeline` running at any one time (a span
+/// ending where another starts does not overlap it): in a recorded Graph
+/// run of independent chains, how many chains ran concurrently.
+[[nodiscard]] unsigned max_concurrent_kernels(const Timeline& timeline);
 
 /// "256 KiB", "4 MiB", "1.5 MiB", "100 B".
 [[nodiscard]] std::string format_bytes(std::size_t bytes);

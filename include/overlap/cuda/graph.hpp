@@ -8,6 +8,8 @@
 
 namespace overlap::cuda {
 
+class cuda_graph;
+
 /// An instantiated CUDA graph (cudaGraphExec_t), destroyed with the object.
 class graph_exec {
  public:
@@ -25,11 +27,37 @@ class graph_exec {
   /// Moves the graph's work descriptors to the device ahead of the first
   /// launch (cudaGraphUpload), so that launch costs what every later one does.
   void upload(stream_view stream) const;
+  /// Updates the executable graph in place to `graph` (cudaGraphExecUpdate):
+  /// new kernel arguments, copy and memset pointers, same topology. Returns
+  /// false, leaving this graph as it was, when the driver refuses the update
+  /// (the caller then instantiates `graph` anew); throws cuda_error otherwise.
+  [[nodiscard]] bool update(const cuda_graph& graph);
 
   [[nodiscard]] cudaGraphExec_t get() const noexcept { return handle_; }
 
  private:
   cudaGraphExec_t handle_ = nullptr;
+};
+
+/// A CUDA graph as captured (cudaGraph_t), not yet instantiated; destroyed with the object.
+class cuda_graph {
+ public:
+  cuda_graph() = default;
+  /// Takes ownership of `handle`.
+  explicit cuda_graph(cudaGraph_t handle) noexcept : handle_(handle) {}
+  ~cuda_graph();
+  cuda_graph(const cuda_graph&) = delete;
+  cuda_graph& operator=(const cuda_graph&) = delete;
+  cuda_graph(cuda_graph&& other) noexcept;
+  cuda_graph& operator=(cuda_graph&& other) noexcept;
+
+  /// An executable graph of it (cudaGraphInstantiateWithFlags); throws cuda_error.
+  [[nodiscard]] graph_exec instantiate() const;
+
+  [[nodiscard]] cudaGraph_t get() const noexcept { return handle_; }
+
+ private:
+  cudaGraph_t handle_ = nullptr;
 };
 
 /// Records everything issued to `origin` (and to streams that join it through
@@ -52,6 +80,9 @@ class stream_capture {
   /// (e.g. when a call during capture was not capturable, or a stream that
   /// joined never joined back).
   [[nodiscard]] graph_exec end();
+  /// Ends the capture and returns what it recorded, not instantiated (to
+  /// update an executable graph with it, graph_exec::update); throws cuda_error.
+  [[nodiscard]] cuda_graph end_graph();
 
  private:
   stream_view origin_;
