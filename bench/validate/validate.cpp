@@ -1,6 +1,6 @@
 // bench/validate: how well the simulator predicts real runs.
 //
-// For both workloads of HARDWARE.md it runs a grid of pipeline
+// For both workloads of docs/hardware.md it runs a grid of pipeline
 // configurations on the GPU -- chunk sizes from 256 KiB to the whole buffer,
 // 1 to 8 streams, three issue orders (depth-first; breadth-first per round
 // of streams; and stage-first, the classic study's every H2D, then every

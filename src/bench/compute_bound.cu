@@ -1,4 +1,4 @@
-// The compute-bound workload of HARDWARE.md: v = sinf(v) * cosf(v) + v,
+// The compute-bound workload of docs/hardware.md: v = sinf(v) * cosf(v) + v,
 // sincos_iterations times per element, over random floats in the seed's
 // range [0, elements). Its floor is the kernel alone. The device's sinf/cosf
 // differ from the host's by a few ulp, so the check has a tolerance.
@@ -28,7 +28,7 @@ __global__ void sincos_kernel(const float* __restrict__ in, float* __restrict__ 
 
 // The seed's range (its input is 0, 1, ..., N-1), drawn at random. Most
 // values are past 105615, where sinf takes its slow argument reduction: that
-// is what makes this kernel compute-bound (HARDWARE.md's 6 ms); small inputs
+// is what makes this kernel compute-bound (docs/hardware.md's 6 ms); small inputs
 // would make it 9x faster and copy-bound. The seed is varied so the two
 // workloads' inputs differ.
 void fill_input(std::span<float> input, std::uint64_t seed) {

@@ -1,6 +1,6 @@
 // The pageable workload (issue 12): the transfer-bound data (y = 2x + 1) in
 // std::vectors, moved the naive way (cudaMemcpyAsync straight from them,
-// HARDWARE.md's 4 streams x 32 chunks), by Pipelines that register them
+// docs/hardware.md's 4 streams x 32 chunks), by Pipelines that register them
 // for each run, stage them through pinned slots, or choose (automatic), by
 // a Pipeline over pinned copies, and by Pipelines over the vectors kept
 // registered by the caller. The floor is the host's copy rate: (bytes in +
@@ -129,7 +129,7 @@ class pageable_bench {
     return info;
   }
 
-  // HARDWARE.md's naive pipeline: 4 streams x 32 chunks, cudaMemcpyAsync from the vectors.
+  // docs/hardware.md's naive pipeline: 4 streams x 32 chunks, cudaMemcpyAsync from the vectors.
   variant_result measure_naive() {
     const std::string name = "naive: cudaMemcpyAsync from the vectors";
     announce_(name);

@@ -1,4 +1,4 @@
-// The transfer-bound workload of HARDWARE.md: y = 2x + 1 over random floats
+// The transfer-bound workload of docs/hardware.md: y = 2x + 1 over random floats
 // in [-1000, 1000). One read and one write per element, so the copies bound
 // it; its floor is the link's (link_floor.hpp). The check is exact: 2x is
 // exact, so the device's fused multiply-add rounds once, as the host's add does.

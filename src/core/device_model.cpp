@@ -44,7 +44,7 @@ BandwidthCurve flat(double gigabytes_per_second) {
   return BandwidthCurve{{{1, gigabytes_per_second}}};
 }
 
-// The H100 figures of HARDWARE.md (medians of event-timed copies, PCIe Gen5).
+// The H100 figures of docs/hardware.md (medians of event-timed copies, PCIe Gen5).
 DeviceModel h100() {
   // `overlap probe` on an H100 80GB HBM3 (PCIe Gen5, driver 580.159, CUDA
   // 13.0), 2026-11-23 23:57 UTC, rounded, with the start latencies read as

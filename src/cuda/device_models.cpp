@@ -49,7 +49,7 @@ const DeviceModel& builtin_model_of_current_device() {
   const std::lock_guard<std::mutex> lock(mutex);
   const auto found = by_device.find(device);
   if (found != by_device.end()) return found->second;
-  // The h100 preset holds figures measured on an H100 (HARDWARE.md, overlap
+  // The h100 preset holds figures measured on an H100 (docs/hardware.md, overlap
   // probe); anything else gets the generic Hyper-Q model until it is probed.
   const std::string name = properties_of(device).name;
   const bool hopper = name.find("H100") != std::string::npos || name.find("H200") != std::string::npos;

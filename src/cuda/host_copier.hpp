@@ -1,6 +1,6 @@
 // A pool of host threads that copies one buffer into another in parallel:
 // one thread moves ~9 GB/s from pageable into pinned memory, 8 move ~30
-// (HARDWARE.md), so staging pageable data needs several. The threads are
+// (docs/hardware.md), so staging pageable data needs several. The threads are
 // kept between copies; each copy waits for all its pieces. Private to
 // src/cuda.
 #pragma once

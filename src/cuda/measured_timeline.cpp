@@ -12,7 +12,7 @@ namespace {
 
 // A start event completes when its stream reaches the op, but a copy whose
 // engine is still moving another stream's copy waits there: copies in one
-// direction run one at a time (HARDWARE.md: two streams' copies serialize,
+// direction run one at a time (docs/hardware.md: two streams' copies serialize,
 // one copy engine per direction). So a copy started no earlier than the end
 // of the copy that finished before it; without this its span counts the
 // queueing, shows two copies on one engine at once, and inflates the

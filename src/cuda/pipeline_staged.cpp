@@ -4,7 +4,7 @@
 // are on the device; its consumer copies each result out of its slot into
 // the output likewise; the user's stage runs in between. Both host copies
 // overlap the DMA in both directions, so the run goes at the host's copy
-// rate (HARDWARE.md: ~30 GB/s with 8 threads) instead of the ~10 GB/s of
+// rate (docs/hardware.md: ~30 GB/s with 8 threads) instead of the ~10 GB/s of
 // cudaMemcpyAsync from pageable memory.
 #include <fmt/format.h>
 

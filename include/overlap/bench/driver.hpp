@@ -1,4 +1,4 @@
-// overlap::bench: the two workloads of HARDWARE.md, run on the GPU in every
+// overlap::bench: the two workloads of docs/hardware.md, run on the GPU in every
 // variant `overlap bench` compares, with their floors, timed and verified.
 //
 // A variant is one complete H2D -> kernel -> D2H over the whole data: the
@@ -56,7 +56,7 @@ struct device_info {
 /// Describes the current device; throws cuda_error.
 [[nodiscard]] device_info query_device();
 
-/// The two workloads of HARDWARE.md.
+/// The two workloads of docs/hardware.md.
 enum class workload_kind {
   transfer_bound,  ///< y = 2x + 1: one read, one write per element
   compute_bound,   ///< v = sinf(v) * cosf(v) + v, 100 times per element
@@ -234,6 +234,7 @@ struct paced_result {
   /// What no feed beats: the producer's time over every frame, or the
   /// GPU-bound time (the default Feed with an idle producer), the longer.
   double floor_ms = 0.0;
+  /// The measured feed_paced row (verified).
   variant_result row;
   /// The thread that issued the copies and stages: "producer" or "dedicated".
   std::string issuing_thread = "producer";
@@ -241,7 +242,9 @@ struct paced_result {
 
 /// The frames workload, measured.
 struct feed_result {
+  /// Frames per run (feed_config::frames).
   std::size_t frames = 0;
+  /// Bytes per frame, in and out each (feed_config::frame_elements floats).
   std::size_t frame_bytes = 0;
   variant_result frame_copies;           ///< the floor: the copy rate at the frame size
   std::vector<variant_result> variants;  ///< ping_pong, hand_tuned_slots, feed_default, feed (per slot
@@ -252,15 +255,17 @@ struct feed_result {
 
 /// The pageable workload, measured.
 struct pageable_result {
-  std::size_t elements = 0;
-  std::size_t bytes = 0;  ///< in (the same out)
+  std::size_t elements = 0;  ///< floats in (and out)
+  std::size_t bytes = 0;     ///< in (the same out)
   /// Host memcpy from pageable into pinned memory, GB/s, per thread count tried.
   std::vector<std::pair<unsigned, double>> copy_gbps;
   double copy_floor_ms = 0.0;  ///< (bytes in + bytes out) / the fastest host copy rate
+  /// pageable_naive, pageable_registered, pageable_staged, pageable_automatic,
+  /// pageable_pinned, pageable_kept, pageable_kept_automatic.
   std::vector<variant_result> variants;
-  /// The paths pageable_memory::automatic took: one-shot vectors, and vectors the caller keeps registered.
+  /// The path pageable_memory::automatic took for one-shot vectors: "pinned", "registered" or "staged".
   std::string automatic_one_shot;
-  std::string automatic_kept;
+  std::string automatic_kept;  ///< the same for vectors the caller keeps registered
 };
 
 /// (c): a random DAG declared and mapped on the calling thread (CPU only).

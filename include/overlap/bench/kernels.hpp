@@ -1,4 +1,4 @@
-// The two kernels of HARDWARE.md's workloads, launchable from host C++, and
+// The two kernels of docs/hardware.md's workloads, launchable from host C++, and
 // the host computations their outputs are checked against.
 //
 //   affine: y = 2x + 1 (transfer-bound: one read, one write per element)

@@ -49,6 +49,7 @@ struct link_floor {
   double d2h_ms = 0.0;   ///< bytes out / peak D2H
   double both_ms = 0.0;  ///< (bytes in + bytes out) / peak both directions
   double ms = 0.0;       ///< the floor: the largest of the three terms
+  /// The largest term, the one `ms` equals (on a tie: both directions, then H2D).
   link_term bound_by = link_term::both_directions;
 
   /// The peak of the binding term.

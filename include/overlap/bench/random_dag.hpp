@@ -60,6 +60,7 @@ namespace random_dag_detail {
 /// splitmix64: a small, fast, well-mixed stream of 64-bit values.
 class splitmix {
  public:
+  /// Starts the stream at `seed`: the same seed gives the same values.
   explicit splitmix(std::uint64_t seed) noexcept : state_(seed) {}
   /// The next value.
   std::uint64_t next() noexcept {

@@ -32,6 +32,7 @@ enum class severity : std::uint8_t {
 
 /// Rule identifiers, stable for scripts and JSON.
 namespace rules {
+/// Two ops touch the same bytes, at least one writing, and nothing orders them.
 inline constexpr std::string_view race = "race";
 /// (a) a copy or memset on the legacy default stream: a barrier for every blocking stream.
 inline constexpr std::string_view legacy_default_stream = "legacy-default-stream";
@@ -54,7 +55,7 @@ inline constexpr std::string_view unrecorded_event = "unrecorded-event";
 
 /// An op as a finding shows it.
 struct OpRef {
-  op_id id = 0;
+  op_id id = 0;                       ///< its index in issue order
   std::string kind;                   ///< to_string(op_kind): "kernel", "copy", ...
   std::string label;                  ///< the op's label (with its item, if any)
   std::optional<std::string> stream;  ///< its stream's name; empty for host calls
@@ -63,6 +64,7 @@ struct OpRef {
 
 /// One thing the checker found.
 struct Finding {
+  /// error for races, warning for traps, info for notes on how the hardware shares itself.
   severity level = severity::warning;
   std::string rule;                  ///< one of rules::*
   std::string message;               ///< what is wrong, one or two sentences

@@ -93,6 +93,7 @@ struct Epoch {
   timeline_id timeline = 0;    ///< the stream's timeline, or the host thread's
   std::uint32_t sequence = 0;  ///< 1 for the timeline's first op
 
+  /// Equal when both name the same position.
   bool operator==(const Epoch&) const = default;
 };
 
@@ -119,6 +120,7 @@ class VectorClock {
   /// Number of timelines.
   [[nodiscard]] std::size_t size() const noexcept { return components_.size(); }
 
+  /// Equal when both have the same components.
   bool operator==(const VectorClock&) const = default;
 
  private:

@@ -32,12 +32,13 @@ struct Race {
   std::string buffer;  ///< the buffer both touch
   /// The bytes both accesses touch, [begin, end); no end: to the end of the buffer.
   std::uint64_t begin = 0;
-  std::optional<std::uint64_t> end;
+  std::optional<std::uint64_t> end;              ///< one past the last byte; empty: to the end of the buffer
   access_mode first_mode = access_mode::write;   ///< how the first op touches it
   access_mode second_mode = access_mode::write;  ///< how the second op touches it
   std::uint32_t first_access = 0;                ///< index into ops[first].accesses
   std::uint32_t second_access = 0;               ///< index into ops[second].accesses
 
+  /// Equal when every field is.
   bool operator==(const Race&) const = default;
 };
 

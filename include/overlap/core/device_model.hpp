@@ -2,7 +2,7 @@
 //
 // A plain value, saved to and loaded from JSON, with presets: `unit` (the
 // seeds' teaching model: every op takes its given time, ideal engines), `h100`
-// (figures measured in HARDWARE.md), `hyperq` (a generic modern GPU), and
+// (figures measured in docs/hardware.md), `hyperq` (a generic modern GPU), and
 // `fermi-2ce` / `fermi-1ce` (one hardware queue per engine, as on Fermi, with
 // two copy engines or one shared by both directions).
 #pragma once
@@ -40,7 +40,7 @@ enum class copy_arbitration : std::uint8_t {
 
 /// One point of a copy bandwidth curve: the effective rate at a size.
 struct BandwidthPoint {
-  std::uint64_t bytes = 0;
+  std::uint64_t bytes = 0;            ///< copy size
   double gigabytes_per_second = 0.0;  ///< 1 GB = 1e9 bytes
 };
 
@@ -55,7 +55,7 @@ struct BandwidthCurve {
 
 /// How much slower each direction runs while the other runs too, at a copy size.
 struct BidirectionalPoint {
-  std::uint64_t bytes = 0;
+  std::uint64_t bytes = 0;    ///< copy size
   double h2d_slowdown = 1.0;  ///< >= 1
   double d2h_slowdown = 1.0;  ///< >= 1
 };
@@ -73,8 +73,8 @@ struct HostCallCosts {
 /// Host memcpy rate from pageable into pinned memory with `threads` threads:
 /// the floor of staging pageable data through pinned buffers.
 struct StagingPoint {
-  std::uint32_t threads = 1;
-  double gigabytes_per_second = 0.0;
+  std::uint32_t threads = 1;          ///< host threads copying at once (>= 1)
+  double gigabytes_per_second = 0.0;  ///< their combined rate, 1 GB = 1e9 bytes
 };
 
 /// Where, when and how well a model was measured (`overlap probe`).
@@ -93,9 +93,9 @@ struct ProbeRecord {
 
 /// A device as the simulator sees it. All times are milliseconds.
 struct DeviceModel {
-  std::string name = "custom";
+  std::string name = "custom";  ///< preset name or a label; becomes the simulated Timeline's device
 
-  queue_mapping mapping = queue_mapping::per_stream;
+  queue_mapping mapping = queue_mapping::per_stream;  ///< how streams map onto hardware queues
   /// Hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS, default 8) for
   /// queue_mapping::per_stream; streams beyond it share queues.
   std::uint32_t hardware_queues = 8;
@@ -142,16 +142,16 @@ struct DeviceModel {
   /// against independent copy trains); 0 in the presets and older probes.
   double queued_handover_latency = 0.0;
 
-  BandwidthCurve h2d_pinned;
-  BandwidthCurve d2h_pinned;
-  BandwidthCurve h2d_pageable;
-  BandwidthCurve d2h_pageable;
-  BandwidthCurve d2d;
-  BandwidthCurve memset;
+  BandwidthCurve h2d_pinned;    ///< H2D copies from pinned host memory
+  BandwidthCurve d2h_pinned;    ///< D2H copies to pinned host memory
+  BandwidthCurve h2d_pageable;  ///< H2D copies from pageable host memory
+  BandwidthCurve d2h_pageable;  ///< D2H copies to pageable host memory
+  BandwidthCurve d2d;           ///< device-to-device copies
+  BandwidthCurve memset;        ///< memsets: bytes set per second
 
   /// Slowdown of an H2D copy while a D2H copy runs (and vice versa): >= 1.
   double h2d_slowdown_when_bidirectional = 1.0;
-  double d2h_slowdown_when_bidirectional = 1.0;
+  double d2h_slowdown_when_bidirectional = 1.0;  ///< of a D2H copy while an H2D copy runs: >= 1
   /// The same by copy size (interpolated like a BandwidthCurve, strictly
   /// increasing bytes); when given it replaces the two figures above. Small
   /// copies lose more to the other direction than large ones (probed: 1.27x
@@ -164,7 +164,7 @@ struct DeviceModel {
   std::vector<StagingPoint> host_staging;
   /// cudaHostRegister / cudaHostUnregister cost per GiB (probed; empty in presets).
   std::optional<double> host_register_ms_per_gib;
-  std::optional<double> host_unregister_ms_per_gib;
+  std::optional<double> host_unregister_ms_per_gib;  ///< cudaHostUnregister ms per GiB (probed)
 
   /// Set when `overlap probe` measured the model.
   std::optional<ProbeRecord> probe;

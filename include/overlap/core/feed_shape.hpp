@@ -42,12 +42,12 @@ struct FeedShape {
   double kernel_time = 0.0;     ///< per item (>= 0), unless kernel_cost is set
   /// When set, item k's kernel takes kernel_cost->time(its input bytes).
   std::optional<KernelCost> kernel_cost;
-  stream_kind kind = stream_kind::non_blocking;
+  stream_kind kind = stream_kind::non_blocking;  ///< of every stream: the slots' and the consumer's
   /// Declare what each op reads and writes (slot buffers in_K, d_in_K,
   /// d_out_K and out_K), for the checker.
   bool declare_accesses = true;
-  std::string time_unit = "ms";
-  std::string name = "feed";
+  std::string time_unit = "ms";  ///< unit of the times above, copied to the Program
+  std::string name = "feed";     ///< the Program's name
 };
 
 /// The Program a feed issues: per item k on slot s, from item N on a wait

@@ -38,6 +38,7 @@ struct KernelCost {
   /// named "<field>.<name>". wave_bytes may be left out (0).
   [[nodiscard]] static KernelCost from_json(std::string_view text, std::string_view field = "kernel_cost");
 
+  /// Equal when all three fields are.
   friend bool operator==(const KernelCost&, const KernelCost&) = default;
 };
 
@@ -49,7 +50,7 @@ struct KernelSample {
 
 /// The result of fit_kernel_cost.
 struct KernelFit {
-  KernelCost cost;
+  KernelCost cost;  ///< the best-fitting model
   /// RMS of the residuals over the RMS of the measured times: 0 = exact.
   double relative_rms = 0.0;
 };

@@ -31,24 +31,24 @@ enum class issue_order : std::uint8_t {
 
 /// A chunked pipeline, described by its totals.
 struct PipelineShape {
-  std::uint32_t chunks = 1;             ///< >= 1
-  std::vector<std::string> item_names;  ///< empty, or one name per chunk ("A", "B")
-  std::uint32_t streams = 1;            ///< >= 1
-  issue_order order = issue_order::depth_first;
-  stream_kind kind = stream_kind::blocking;
+  std::uint32_t chunks = 1;                      ///< >= 1
+  std::vector<std::string> item_names;           ///< empty, or one name per chunk ("A", "B")
+  std::uint32_t streams = 1;                     ///< >= 1
+  issue_order order = issue_order::depth_first;  ///< how the host orders the ops
+  stream_kind kind = stream_kind::blocking;      ///< of every stream; legacy_default only with 1 stream
 
   /// Total time of each stage over all chunks; a copy stage may give bytes
   /// instead, and a stage with neither is left out.
   std::optional<double> h2d_time;
-  std::optional<double> kernel_time;
-  std::optional<double> d2h_time;
-  std::uint64_t h2d_bytes = 0;  ///< total bytes in (used when h2d_time is empty)
-  std::uint64_t d2h_bytes = 0;  ///< total bytes out (used when d2h_time is empty)
+  std::optional<double> kernel_time;  ///< total kernel time, split over the chunks; not with kernel_cost
+  std::optional<double> d2h_time;     ///< total D2H time, split over the chunks like h2d_time
+  std::uint64_t h2d_bytes = 0;        ///< total bytes in (used when h2d_time is empty)
+  std::uint64_t d2h_bytes = 0;        ///< total bytes out (used when d2h_time is empty)
   /// When nonzero, every chunk but the last carries exactly this many bytes
   /// and the last the rest (chunks must be ceil(bytes / chunk bytes)), as a
   /// fixed chunk size splits real data; when zero, bytes split evenly.
   std::uint64_t h2d_chunk_bytes = 0;
-  std::uint64_t d2h_chunk_bytes = 0;
+  std::uint64_t d2h_chunk_bytes = 0;  ///< the same for the output bytes
   /// When not empty, the input bytes of each chunk, which may vary along the
   /// run (small chunks first to start the downloads early, say): it must add
   /// up to h2d_bytes, every entry > 0, and `chunks` must equal its size or
@@ -60,8 +60,8 @@ struct PipelineShape {
   /// kernel_cost->time(its input bytes): a launch is not free, and a chunk
   /// that fills part of a wave costs a whole one. Needs h2d_bytes.
   std::optional<KernelCost> kernel_cost;
-  host_memory memory = host_memory::pinned;
-  double kernel_gpu_share = 1.0;  ///< in (0, 1]
+  host_memory memory = host_memory::pinned;  ///< host side of every H2D and D2H copy
+  double kernel_gpu_share = 1.0;             ///< in (0, 1]
 
   /// Device chunk buffers (slots) in the ring: chunk c uses slot c mod
   /// ring_depth. 0 means one per stream. A slot reused from another stream
@@ -73,8 +73,8 @@ struct PipelineShape {
 
   /// End with cudaDeviceSynchronize, as real code does.
   bool synchronize_at_end = true;
-  std::string time_unit = "ms";
-  std::string name;
+  std::string time_unit = "ms";  ///< unit of the stage times, copied to the Program
+  std::string name;              ///< the Program's name
 };
 
 /// Parses "depth"/"depth-first"/"breadth"/"breadth-first"/"stage"/"stage-first"; throws invalid_input.
@@ -89,8 +89,8 @@ struct PipelineShape {
 
 /// Bytes and offset of one chunk of a copy stage of `total` bytes.
 struct ChunkExtent {
-  std::uint64_t offset = 0;
-  std::uint64_t bytes = 0;
+  std::uint64_t offset = 0;  ///< first byte of the chunk within the stage's total
+  std::uint64_t bytes = 0;   ///< the chunk's size; 0 for a stage with no bytes
 };
 /// Where chunk `chunk` lies in `total` bytes split into `chunks` (evenly, or
 /// by `fixed` bytes per chunk when nonzero).
@@ -99,8 +99,8 @@ struct ChunkExtent {
 
 /// Where one chunk's input and output lie in the host buffers.
 struct ChunkBytes {
-  ChunkExtent in;
-  ChunkExtent out;
+  ChunkExtent in;   ///< its share of h2d_bytes
+  ChunkExtent out;  ///< its share of d2h_bytes
 };
 /// Every chunk's input and output extents (of a shape make_pipeline_program accepts).
 [[nodiscard]] std::vector<ChunkBytes> chunk_bytes(const PipelineShape& shape);

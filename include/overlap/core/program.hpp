@@ -36,9 +36,9 @@ enum class stream_kind : std::uint8_t {
 
 /// A stream the program created (or one of the two default streams).
 struct Stream {
-  std::string name;  ///< shown in timelines, e.g. "Stream1"
-  stream_kind kind = stream_kind::blocking;
-  int priority = 0;  ///< larger is more urgent, as in CUDA's range inverted
+  std::string name;                          ///< shown in timelines, e.g. "Stream1"
+  stream_kind kind = stream_kind::blocking;  ///< how it orders against the legacy default stream
+  int priority = 0;                          ///< larger is more urgent, as in CUDA's range inverted
 };
 
 /// What an op does; see Op for the fields each kind uses.
@@ -76,10 +76,10 @@ enum class access_mode : std::uint8_t { read, write };
 
 /// A byte range of a named buffer that an op reads or writes.
 struct Access {
-  std::string buffer;                 ///< a name the program gives the buffer
-  std::uint64_t offset = 0;           ///< first byte
-  std::optional<std::uint64_t> size;  ///< bytes; empty means "to the end of the buffer"
-  access_mode mode = access_mode::read;
+  std::string buffer;                    ///< a name the program gives the buffer
+  std::uint64_t offset = 0;              ///< first byte
+  std::optional<std::uint64_t> size;     ///< bytes; empty means "to the end of the buffer"
+  access_mode mode = access_mode::read;  ///< whether the op reads or writes the range
 };
 
 /// One host call or host activity, in issue order.
@@ -87,7 +87,7 @@ struct Access {
 /// A flat value: each kind reads the fields its comment in op_kind names and
 /// ignores the rest. Builders in Program fill them consistently.
 struct Op {
-  op_kind kind = op_kind::kernel;
+  op_kind kind = op_kind::kernel;   ///< what the op does; decides which fields below apply
   std::optional<stream_id> stream;  ///< device ops, waits, stream syncs
   std::optional<event_id> event;    ///< records, waits, event syncs
   std::string label;                ///< stage name shown in timelines ("H2D", "Kernel")
@@ -98,11 +98,11 @@ struct Op {
   /// host functions and host work; for copies and memsets it overrides the
   /// device model's bandwidth curve; for allocations it is the host cost.
   std::optional<double> duration;
-  std::uint64_t bytes = 0;  ///< copies and memsets
-  copy_direction direction = copy_direction::h2d;
-  host_memory memory = host_memory::pinned;
-  call_mode mode = call_mode::asynchronous;
-  double gpu_share = 1.0;  ///< fraction of the SMs a kernel occupies, in (0, 1]
+  std::uint64_t bytes = 0;                         ///< copies and memsets
+  copy_direction direction = copy_direction::h2d;  ///< copies
+  host_memory memory = host_memory::pinned;  ///< copies; pageable ones block the host like synchronous ones
+  call_mode mode = call_mode::asynchronous;  ///< copies: synchronous for cudaMemcpy (copy_sync)
+  double gpu_share = 1.0;                    ///< fraction of the SMs a kernel occupies, in (0, 1]
 
   std::vector<Access> accesses;  ///< regions read and written, for the checker
 };
@@ -152,13 +152,19 @@ class Program {
   op_id memset(stream_id stream, std::uint64_t bytes, std::optional<double> duration = std::nullopt);
   /// Host function of `duration` run in stream order.
   op_id host_function(stream_id stream, double duration);
+  /// Records `event` on `stream` (cudaEventRecord); a later record replaces the earlier one.
   op_id record(event_id event, stream_id stream);
+  /// Makes `stream` wait for the last record of `event` issued before it (cudaStreamWaitEvent).
   op_id wait(stream_id stream, event_id event);
+  /// The host blocks until the work issued so far on `stream` is done (cudaStreamSynchronize).
   op_id synchronize(stream_id stream);
+  /// The host blocks until the last record of `event` completes (cudaEventSynchronize).
   op_id synchronize_event(event_id event);
+  /// The host blocks until all device work issued so far is done (cudaDeviceSynchronize).
   op_id synchronize_device();
   /// An implicitly synchronizing call (allocation or free) costing `host_cost` on the host.
   op_id implicit_sync(op_kind kind, double host_cost = 0.0);
+  /// Host computation of `duration` between API calls; the host issues nothing meanwhile.
   op_id host_work(double duration);
 
   /// Appends a fully described op after validating it (used by parsers).
@@ -171,10 +177,15 @@ class Program {
   /// an edited copy, whose appended ops keep their stream and event ids.
   [[nodiscard]] Program without_ops() const;
 
+  /// Declared streams, indexed by stream_id.
   [[nodiscard]] const std::vector<Stream>& streams() const noexcept { return streams_; }
+  /// Declared event names, indexed by event_id.
   [[nodiscard]] const std::vector<std::string>& events() const noexcept { return events_; }
+  /// Every op in host issue order, indexed by op_id.
   [[nodiscard]] const std::vector<Op>& ops() const noexcept { return ops_; }
+  /// The id of the stream named `stream_name`; empty if none is declared.
   [[nodiscard]] std::optional<stream_id> find_stream(std::string_view stream_name) const noexcept;
+  /// The id of the event named `event_name`; empty if none is declared.
   [[nodiscard]] std::optional<event_id> find_event(std::string_view event_name) const noexcept;
 
   /// Unit of every duration in the program, for display ("ms", "units").

@@ -45,22 +45,23 @@ enum class wait_reason : std::uint8_t {
 
 /// The run of one stream op.
 struct Span {
-  op_id op = 0;  ///< index into the Program's ops
-  op_kind kind = op_kind::kernel;
+  op_id op = 0;                             ///< index into the Program's ops
+  op_kind kind = op_kind::kernel;           ///< its op's kind
   std::optional<copy_direction> direction;  ///< set for copies
   std::string label;                        ///< stage name ("H2D", "Kernel", "D2H", ...)
   std::string item;                         ///< chunk or item name, may be empty
-  std::int64_t chunk = -1;
-  stream_id stream = 0;
-  engine unit = engine::none;
-  double start = 0.0;
-  double end = 0.0;
-  std::uint64_t bytes = 0;
+  std::int64_t chunk = -1;                  ///< chunk index for pipelines, -1 if none
+  stream_id stream = 0;                     ///< the stream it ran on
+  engine unit = engine::none;               ///< the engine it occupied; none for records and waits
+  double start = 0.0;                       ///< when it started, in time_unit from the run's start
+  double end = 0.0;                         ///< when it finished (>= start)
+  std::uint64_t bytes = 0;                  ///< bytes copied or set; 0 for other kinds
   /// Time the op would take alone on an idle device (no contention).
   double solo_duration = 0.0;
-  wait_reason waited_because = wait_reason::none;
-  std::optional<op_id> waited_for;  ///< the op it waited for, when there is one
+  wait_reason waited_because = wait_reason::none;  ///< the constraint that set its start
+  std::optional<op_id> waited_for;                 ///< the op it waited for, when there is one
 
+  /// end - start, in time_unit.
   [[nodiscard]] double duration() const noexcept { return end - start; }
 };
 
@@ -75,21 +76,21 @@ enum class host_activity : std::uint8_t {
 
 /// A stretch of host-thread time.
 struct HostSpan {
-  op_id op = 0;
-  host_activity activity = host_activity::api_call;
-  std::string label;  ///< e.g. "cudaStreamSynchronize(Stream1)"
-  double start = 0.0;
-  double end = 0.0;
+  op_id op = 0;                                      ///< the op whose call, block or work this is
+  host_activity activity = host_activity::api_call;  ///< what the host thread was doing
+  std::string label;                                 ///< e.g. "cudaStreamSynchronize(Stream1)"
+  double start = 0.0;                                ///< in time_unit from the run's start
+  double end = 0.0;                                  ///< when it ended (>= start)
 };
 
 /// A predicted or measured run of a Program.
 struct Timeline {
-  std::string program_name;
-  std::string device;            ///< device model or GPU name
-  std::string time_unit = "ms";  ///< unit of every time below
-  std::vector<Stream> streams;   ///< copied from the Program, indexed by stream_id
-  std::vector<Span> spans;       ///< one per stream op, in issue order
-  std::vector<HostSpan> host_spans;
+  std::string program_name;          ///< the Program's name, may be empty
+  std::string device;                ///< device model or GPU name
+  std::string time_unit = "ms";      ///< unit of every time below
+  std::vector<Stream> streams;       ///< copied from the Program, indexed by stream_id
+  std::vector<Span> spans;           ///< one per stream op, in issue order
+  std::vector<HostSpan> host_spans;  ///< the issuing host thread's calls, blocked waits and work
   /// What the same work takes run one op at a time with no overlap: the sum
   /// of every op's solo duration and of host work. Speedup is this over total().
   double sequential_time = 0.0;

@@ -20,8 +20,11 @@ class cuda_error : public error {
   /// ("H2D of chunk 3 on stream 2"); both appear in what().
   cuda_error(cudaError_t status, std::string_view call, std::string_view context);
 
+  /// The status the call returned (never cudaSuccess).
   [[nodiscard]] cudaError_t status() const noexcept { return status_; }
+  /// The API call that failed, e.g. "cudaMemcpyAsync".
   [[nodiscard]] const std::string& call() const noexcept { return call_; }
+  /// What the call served; empty when none was given.
   [[nodiscard]] const std::string& context() const noexcept { return context_; }
 
  private:

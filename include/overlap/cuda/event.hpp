@@ -18,11 +18,14 @@ enum class event_wait { spin, block };
 /// An owned CUDA event, destroyed with the object.
 class event {
  public:
+  /// Creates the event (cudaEventCreateWithFlags) on the current device; throws cuda_error.
   explicit event(event_timing timing = event_timing::disabled, event_wait wait = event_wait::spin);
   ~event();
   event(const event&) = delete;
   event& operator=(const event&) = delete;
+  /// Takes ownership of `other`'s event; `other` is left empty.
   event(event&& other) noexcept;
+  /// Swaps events with `other`, which destroys this one's former event when it goes.
   event& operator=(event&& other) noexcept;
 
   /// cudaEventRecord on `stream`.
@@ -34,6 +37,7 @@ class event {
   /// Milliseconds from `start` to this event; both must be timing events, recorded and complete.
   [[nodiscard]] float elapsed_since(const event& start) const;
 
+  /// The raw handle (null when moved from); still owned by this object.
   [[nodiscard]] cudaEvent_t get() const noexcept { return handle_; }
 
  private:

@@ -106,28 +106,28 @@ struct feed_options {
 /// Milliseconds from an item's production (the producer's return) to its
 /// consumption (the consumer's call): its copies, kernel and waits.
 struct feed_latency {
-  double median_ms = 0.0;
-  double p95_ms = 0.0;
-  double max_ms = 0.0;
+  double median_ms = 0.0;  ///< median over the consumed items (0 when none)
+  double p95_ms = 0.0;     ///< 95th percentile
+  double max_ms = 0.0;     ///< the slowest item
 };
 
 /// What a run of a Feed did.
 struct feed_report {
-  std::size_t items = 0;         ///< items consumed
-  std::size_t input_bytes = 0;   ///< bytes of every consumed item's input
-  std::size_t output_bytes = 0;  ///< bytes of every consumed item's output
-  double wall_ms = 0.0;          ///< from run()'s start to the last consumer's return
-  double items_per_second = 0.0;
+  std::size_t items = 0;          ///< items consumed
+  std::size_t input_bytes = 0;    ///< bytes of every consumed item's input
+  std::size_t output_bytes = 0;   ///< bytes of every consumed item's output
+  double wall_ms = 0.0;           ///< from run()'s start to the last consumer's return
+  double items_per_second = 0.0;  ///< items over wall_ms (0 when wall_ms is 0)
   /// Input plus output bytes per second over wall_ms (1 GB = 1e9 bytes).
   double gigabytes_per_second = 0.0;
-  feed_latency latency;
+  feed_latency latency;        ///< production-to-consumption time per item
   double producer_ms = 0.0;    ///< median host time of one producer call
   double consumer_ms = 0.0;    ///< median host time of one consumer call
   double host_issue_ms = 0.0;  ///< host time spent issuing copies, stages and events, in all
   /// CUDA graphs captured (feed_issue::graph_per_slot): two per slot and item size.
   std::size_t graph_captures = 0;
-  unsigned slots = 0;
-  std::size_t slot_elements = 0;
+  unsigned slots = 0;             ///< slots used (the resolved feed_options::slots)
+  std::size_t slot_elements = 0;  ///< input elements one slot holds
   /// The most items produced and not yet consumed at once (<= slots).
   std::size_t most_ahead = 0;
   bool stopped = false;  ///< stop() ended the run before the producer said it was done
@@ -151,9 +151,12 @@ enum class feed_part { producer, stage, consumer, device };
 /// it was. The original exception is nested.
 class feed_error : public error {
  public:
+  /// `what` is the message; `item` the failed item's index, `part` what failed on it.
   feed_error(const std::string& what, std::size_t item, feed_part part)
       : error(what), item_(item), part_(part) {}
+  /// Index of the item the failure stopped at.
   [[nodiscard]] std::size_t item() const noexcept { return item_; }
+  /// Which part failed.
   [[nodiscard]] feed_part part() const noexcept { return part_; }
 
  private:
@@ -261,6 +264,7 @@ class Feed {
   /// A stop() while no run is under way ends the next run before its first item.
   void stop() noexcept { engine_.stop(); }
 
+  /// The options the Feed was made with (as given; automatic slots unresolved).
   [[nodiscard]] const feed_options& options() const noexcept { return options_; }
 
  private:

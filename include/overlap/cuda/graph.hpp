@@ -19,7 +19,9 @@ class graph_exec {
   ~graph_exec();
   graph_exec(const graph_exec&) = delete;
   graph_exec& operator=(const graph_exec&) = delete;
+  /// Takes ownership of `other`'s graph; `other` is left empty.
   graph_exec(graph_exec&& other) noexcept;
+  /// Swaps graphs with `other`, which destroys this one's former graph when it goes.
   graph_exec& operator=(graph_exec&& other) noexcept;
 
   /// Issues the whole graph on `stream` (cudaGraphLaunch); throws cuda_error.
@@ -33,6 +35,7 @@ class graph_exec {
   /// (the caller then instantiates `graph` anew); throws cuda_error otherwise.
   [[nodiscard]] bool update(const cuda_graph& graph);
 
+  /// The raw handle (null when empty); still owned by this object.
   [[nodiscard]] cudaGraphExec_t get() const noexcept { return handle_; }
 
  private:
@@ -48,12 +51,15 @@ class cuda_graph {
   ~cuda_graph();
   cuda_graph(const cuda_graph&) = delete;
   cuda_graph& operator=(const cuda_graph&) = delete;
+  /// Takes ownership of `other`'s graph; `other` is left empty.
   cuda_graph(cuda_graph&& other) noexcept;
+  /// Swaps graphs with `other`, which destroys this one's former graph when it goes.
   cuda_graph& operator=(cuda_graph&& other) noexcept;
 
   /// An executable graph of it (cudaGraphInstantiateWithFlags); throws cuda_error.
   [[nodiscard]] graph_exec instantiate() const;
 
+  /// The raw handle (null when empty); still owned by this object.
   [[nodiscard]] cudaGraph_t get() const noexcept { return handle_; }
 
  private:

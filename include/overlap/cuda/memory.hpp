@@ -36,20 +36,29 @@ class pinned_buffer {
   ~pinned_buffer() { detail::free_pinned(data_); }
   pinned_buffer(const pinned_buffer&) = delete;
   pinned_buffer& operator=(const pinned_buffer&) = delete;
+  /// Takes ownership of `o`'s memory; `o` is left empty (null, size 0).
   pinned_buffer(pinned_buffer&& o) noexcept
       : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  /// Swaps memory with `o`, which frees this one's former memory when it goes.
   pinned_buffer& operator=(pinned_buffer&& o) noexcept {
     std::swap(data_, o.data_);
     std::swap(size_, o.size_);
     return *this;
   }
 
+  /// The first element; null when empty (size 0 or moved from).
   [[nodiscard]] T* data() noexcept { return data_; }
+  /// The first element; null when empty (size 0 or moved from).
   [[nodiscard]] const T* data() const noexcept { return data_; }
+  /// Elements held (not bytes).
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  /// Every element, as a span of host memory.
   [[nodiscard]] std::span<T> span() noexcept { return {data_, size_}; }
+  /// Every element, as a span of host memory.
   [[nodiscard]] std::span<const T> span() const noexcept { return {data_, size_}; }
+  /// Element `i`, unchecked.
   T& operator[](std::size_t i) noexcept { return data_[i]; }
+  /// Element `i`, unchecked.
   const T& operator[](std::size_t i) const noexcept { return data_[i]; }
 
  private:
@@ -62,11 +71,15 @@ class pinned_buffer {
 class host_registration {
  public:
   host_registration() = default;
+  /// Registers `bytes` bytes at `pointer` until the destructor unregisters them; the memory must outlive
+  /// the object. Throws cuda_error (e.g. when the range is already registered).
   host_registration(const void* pointer, std::size_t bytes);
   ~host_registration();
   host_registration(const host_registration&) = delete;
   host_registration& operator=(const host_registration&) = delete;
+  /// Takes over `o`'s registration; `o` is left empty and unregisters nothing.
   host_registration(host_registration&& o) noexcept : pointer_(std::exchange(o.pointer_, nullptr)) {}
+  /// Swaps registrations with `o`, which unregisters this one's former range when it goes.
   host_registration& operator=(host_registration&& o) noexcept {
     std::swap(pointer_, o.pointer_);
     return *this;
@@ -82,6 +95,8 @@ template <typename T>
 class device_buffer {
  public:
   device_buffer() = default;
+  /// Allocates `size` elements in stream order on `stream` (nothing for 0); throws cuda_error. The
+  /// destructor frees them on the same stream, which must outlive the buffer.
   device_buffer(std::size_t size, stream_view stream)
       : data_(static_cast<T*>(detail::allocate_device(size * sizeof(T), stream.get()))),
         size_(size),
@@ -89,8 +104,10 @@ class device_buffer {
   ~device_buffer() { detail::free_device(data_, stream_); }
   device_buffer(const device_buffer&) = delete;
   device_buffer& operator=(const device_buffer&) = delete;
+  /// Takes ownership of `o`'s memory and stream; `o` is left empty (null, size 0).
   device_buffer(device_buffer&& o) noexcept
       : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), stream_(o.stream_) {}
+  /// Swaps memory and streams with `o`, which frees this one's former memory when it goes.
   device_buffer& operator=(device_buffer&& o) noexcept {
     std::swap(data_, o.data_);
     std::swap(size_, o.size_);
@@ -98,9 +115,13 @@ class device_buffer {
     return *this;
   }
 
+  /// The first element, in device memory; null when empty (size 0 or moved from).
   [[nodiscard]] T* data() noexcept { return data_; }
+  /// The first element, in device memory; null when empty (size 0 or moved from).
   [[nodiscard]] const T* data() const noexcept { return data_; }
+  /// Elements held (not bytes).
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  /// Every element, as a span of device memory (not to be read on the host).
   [[nodiscard]] std::span<T> span() noexcept { return {data_, size_}; }
 
  private:

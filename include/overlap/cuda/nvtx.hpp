@@ -10,6 +10,7 @@ namespace overlap::cuda {
 /// Pushes an NVTX range for the object's lifetime.
 class nvtx_range {
  public:
+  /// A range named `name`, pushed now and popped by the destructor.
   explicit nvtx_range(const char* name) noexcept { nvtxRangePushA(name); }
   /// A range named `name` carrying `payload` (a chunk index), with no string formatting.
   nvtx_range(const char* name, std::uint64_t payload) noexcept {

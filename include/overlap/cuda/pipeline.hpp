@@ -78,8 +78,8 @@ inline constexpr program_check default_program_check = program_check::on;  // de
 /// Output elements produced per input elements, e.g. {1, 256} for a
 /// per-256-element reduction. Every chunk keeps this ratio exactly.
 struct output_ratio {
-  std::size_t out = 1;
-  std::size_t in = 1;
+  std::size_t out = 1;  ///< output elements per `in` input elements (> 0)
+  std::size_t in = 1;   ///< input elements that make `out` output elements (> 0)
 };
 
 /// How automatic chunking decides the chunk size (and, when not given, the
@@ -154,8 +154,11 @@ struct pipeline_options {
   std::optional<unsigned> ring_depth;
   /// Upper bound on the ring's device bytes; chunking shrinks to fit.
   std::optional<std::size_t> device_budget_bytes;
+  /// Output elements per input elements, kept by every chunk.
   output_ratio ratio;
+  /// What to do when the input or output is pageable host memory.
   pageable_memory pageable = pageable_memory::reject;
+  /// Time every op with events and return run_report::timeline.
   recording record = recording::off;
   /// Race-check the Program before issuing it (overlap::check); on in debug builds.
   program_check check = default_program_check;
@@ -165,15 +168,15 @@ struct pipeline_options {
 struct run_report {
   Program program;                   ///< the ops issued, in issue order
   std::optional<Timeline> timeline;  ///< measured with events, when recording::on
-  std::size_t chunks = 0;
+  std::size_t chunks = 0;            ///< chunks the input was cut into
   /// Input bytes per chunk (the last may be smaller); under a schedule, the largest.
   std::size_t chunk_bytes = 0;
   /// Input bytes of each chunk when they vary (a schedule); empty when uniform.
   std::vector<std::size_t> chunk_schedule;
   /// The stage's fitted cost, when calibrated (stage_calibration::on).
   std::optional<KernelFit> stage_cost;
-  unsigned streams = 0;
-  unsigned ring_depth = 0;
+  unsigned streams = 0;                ///< streams the chunks went round-robin over
+  unsigned ring_depth = 0;             ///< device chunk slots in the ring
   std::size_t device_bytes = 0;        ///< device memory held by the ring
   double host_issue_ms = 0.0;          ///< host time spent issuing every op
   host_path host = host_path::pinned;  ///< how the host data was reached
@@ -182,9 +185,13 @@ struct run_report {
 /// A chunk failed: the chunk, and whether every earlier chunk's output is complete.
 class pipeline_error : public error {
  public:
+  /// `what` is the message; `chunk` the failed chunk's index; `earlier_chunks_complete` whether the
+  /// output of every chunk before it is in place.
   pipeline_error(const std::string& what, std::size_t chunk, bool earlier_chunks_complete)
       : error(what), chunk_(chunk), earlier_complete_(earlier_chunks_complete) {}
+  /// Index of the chunk that failed.
   [[nodiscard]] std::size_t chunk() const noexcept { return chunk_; }
+  /// True when every chunk before chunk() has its output in place.
   [[nodiscard]] bool earlier_chunks_complete() const noexcept { return earlier_complete_; }
 
  private:
@@ -290,7 +297,7 @@ class pipeline_engine {
 
 /// What one replay of a captured Pipeline did.
 struct replay_report {
-  std::size_t chunks = 0;
+  std::size_t chunks = 0;  ///< chunks the replay ran (those of the capture)
   /// Host time of the one cudaGraphLaunch that issued every op of every chunk.
   double host_launch_ms = 0.0;
 };
@@ -304,11 +311,14 @@ struct replay_report {
 /// output buffers must outlive it. Made by Pipeline::capture.
 class pipeline_graph {
  public:
+  /// Takes ownership of a capture's state; used by Pipeline::capture, not by callers.
   explicit pipeline_graph(std::unique_ptr<detail::graph_state> state) noexcept;
   ~pipeline_graph();
   pipeline_graph(const pipeline_graph&) = delete;
   pipeline_graph& operator=(const pipeline_graph&) = delete;
+  /// Takes over `other`'s graph and resources; `other` is left moved-from (replay() throws).
   pipeline_graph(pipeline_graph&& other) noexcept;
+  /// Frees this graph's resources and takes over `other`'s; `other` is left moved-from.
   pipeline_graph& operator=(pipeline_graph&& other) noexcept;
 
   /// Runs every chunk again and returns when all is done. Throws cuda_error
@@ -344,6 +354,7 @@ class Pipeline {
   using stage_function = std::function<void(std::span<const In> chunk_in, std::span<Out> chunk_out,
                                             stream_view stream, std::size_t chunk)>;
 
+  /// Keeps `options`, checked by each run; makes no CUDA call (streams and ring come with the first run).
   explicit Pipeline(pipeline_options options = {}) : options_(std::move(options)) {}
 
   /// Moves every chunk of `input` to the device, runs `stage`, moves the
@@ -365,6 +376,7 @@ class Pipeline {
     return detail::capture_pipeline(erase(input, output), options_, erase(stage));
   }
 
+  /// The options the Pipeline was made with, as given (automatic fields unresolved).
   [[nodiscard]] const pipeline_options& options() const noexcept { return options_; }
 
  private:

@@ -78,8 +78,8 @@ struct buffer_ref {
 
 /// How a node touches a region.
 struct access {
-  region where;
-  access_mode mode = access_mode::read;
+  region where;                          ///< the bytes touched
+  access_mode mode = access_mode::read;  ///< read, or write (which also covers read-and-write)
 };
 /// The node reads `r`.
 [[nodiscard]] inline access reads(region r) noexcept {
@@ -92,7 +92,7 @@ struct access {
 
 /// A node of a Graph, for explicit edges.
 struct node_ref {
-  graph::node_id id = 0;
+  graph::node_id id = 0;  ///< the node's index in its Graph
 };
 
 /// What the simulator should assume a kernel or host function costs (the
@@ -108,6 +108,7 @@ struct graph_options {
   /// (CUDA_DEVICE_MAX_CONNECTIONS, 8 unless set), so that no two pool streams
   /// share a queue.
   std::uint32_t max_streams = 0;
+  /// Whether the longest path by estimated duration gets a stream of its own with a higher priority.
   graph::critical_path critical = graph::critical_path::prioritize;
   /// Check the Program race-free (overlap::check) before the first issue.
   program_check check = default_program_check;
@@ -128,7 +129,9 @@ class Graph;
 /// declared after the capture makes update() throw invalid_input).
 class captured_graph {
  public:
+  /// Takes over `other`'s CUDA graph; `other` is left empty (its launch() and update() throw overlap::error).
   captured_graph(captured_graph&& other) noexcept;
+  /// Destroys this one's CUDA graph and takes over `other`'s; `other` is left empty.
   captured_graph& operator=(captured_graph&& other) noexcept;
   ~captured_graph();
 
@@ -153,19 +156,26 @@ class captured_graph {
 /// event waits needed. Not copyable (it owns streams and events); movable.
 class Graph {
  public:
+  /// An empty Graph; makes no CUDA call (streams and events come with the first run or capture).
   explicit Graph(graph_options options = {});
   ~Graph();
+  /// Takes over `other`'s nodes, buffers, streams and events (graphs captured from `other` follow them);
+  /// `other` may only be destroyed or assigned to.
   Graph(Graph&& other) noexcept;
+  /// Frees this Graph's streams and events and takes over `other`'s; `other` may only be destroyed or
+  /// assigned to.
   Graph& operator=(Graph&& other) noexcept;
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
   /// Declares `bytes` of memory at `data` in `space` under a unique `name`.
   buffer_ref buffer(std::string name, void* data, std::size_t bytes, memory_space space);
+  /// Declares device buffer `b` (its bytes, memory_space::device); the buffer_ref's elements() count T.
   template <typename T>
   buffer_ref buffer(std::string name, device_buffer<T>& b) {
     return typed(buffer(std::move(name), b.data(), b.size() * sizeof(T), memory_space::device), sizeof(T));
   }
+  /// Declares pinned buffer `b` (its bytes, memory_space::pinned_host); the buffer_ref's elements() count T.
   template <typename T>
   buffer_ref buffer(std::string name, pinned_buffer<T>& b) {
     return typed(buffer(std::move(name), b.data(), b.size() * sizeof(T), memory_space::pinned_host),

@@ -71,6 +71,7 @@ struct MappingOptions {
   /// in hardware (DeviceModel::hardware_queues, CUDA_DEVICE_MAX_CONNECTIONS,
   /// 8 by default): cuda::Graph takes this from the device.
   std::uint32_t max_streams = 8;
+  /// Whether the critical path gets a high-priority stream of its own (only with max_streams >= 2).
   critical_path critical = critical_path::prioritize;
   /// The kind of the Program's streams: non_blocking, so that other work on
   /// the legacy default stream neither waits for nor blocks the graph.
@@ -80,8 +81,9 @@ struct MappingOptions {
 /// A cross-stream edge that needs a wait: `after`'s stream waits for the
 /// event recorded right after `before`.
 struct Wait {
-  node_id before = 0;
-  node_id after = 0;
+  node_id before = 0;  ///< the node whose event is waited for
+  node_id after = 0;   ///< the node whose stream waits, just before it
+  /// Equal when both nodes are.
   bool operator==(const Wait&) const = default;
 };
 
@@ -101,9 +103,9 @@ struct Schedule {
   std::size_t false_dependencies = 0;
   /// The longest path by estimated time, first node first (empty with critical_path::ignore).
   std::vector<node_id> critical_path;
-  /// Per pool stream, its first and last node: what a caller's fork must
-  /// precede and its join must follow.
+  /// Per pool stream, its first node: what a caller's fork must precede.
   std::vector<node_id> stream_heads;
+  /// Per pool stream, its last node: what a caller's join must follow.
   std::vector<node_id> stream_tails;
   /// Streams "graph0", "graph1", ...; per node its waits, its work op
   /// (labelled with the node's name) and, when waited on, a record of the

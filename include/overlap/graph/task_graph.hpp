@@ -89,7 +89,9 @@ class TaskGraph {
   /// Room for `nodes` nodes, for builders that know their size.
   void reserve(std::size_t nodes);
 
+  /// Every node, in declaration order (indexed by node_id).
   [[nodiscard]] const std::vector<Node>& nodes() const noexcept { return nodes_; }
+  /// Every buffer, in declaration order (indexed as add_buffer returned).
   [[nodiscard]] const std::vector<Buffer>& buffers() const noexcept { return buffers_; }
   /// Explicit edges as (before, after), in the order they were added.
   [[nodiscard]] const std::vector<std::pair<node_id, node_id>>& edges() const noexcept { return edges_; }
@@ -97,6 +99,7 @@ class TaskGraph {
   [[nodiscard]] std::optional<std::uint32_t> find_buffer(std::string_view name) const noexcept;
   /// The node named `name`, if declared.
   [[nodiscard]] std::optional<node_id> find_node(std::string_view name) const noexcept;
+  /// The number of nodes.
   [[nodiscard]] std::size_t size() const noexcept { return nodes_.size(); }
   /// The buffer index of access `access` of node `node` (resolved once, when the node was added).
   [[nodiscard]] std::uint32_t buffer_of(node_id node, std::size_t access) const noexcept {

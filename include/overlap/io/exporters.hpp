@@ -60,30 +60,30 @@ struct HtmlFinding {
 struct HtmlChart {
   /// One line of points, joined in x order.
   struct Series {
-    std::string name;
+    std::string name;                               ///< shown in the legend and in each point's tooltip
     std::vector<std::pair<double, double>> points;  ///< (x, y), finite
   };
   /// A horizontal line across the chart: a floor, a baseline.
   struct Level {
-    std::string name;
-    double y = 0.0;
+    std::string name;  ///< shown in the legend with its value
+    double y = 0.0;    ///< where it lies, in the y unit
   };
-  std::string title;
-  std::string x_label;
+  std::string title;    ///< drawn above the chart; names it in errors
+  std::string x_label;  ///< the x axis's caption, e.g. "chunk size"
   std::string y_label;  ///< the y unit, e.g. "ms"
   bool log_x = false;   ///< a log2 x axis (chunk sizes); every x must then be > 0
   /// Labelled x ticks; empty: evenly spaced ticks labelled with format_number.
   std::vector<std::pair<double, std::string>> x_ticks;
-  std::vector<Series> series;
-  std::vector<Level> levels;
+  std::vector<Series> series;  ///< the lines, each in a colour of its own
+  std::vector<Level> levels;   ///< horizontal lines, told apart by their dashes
 };
 /// What a comparison page shows besides its two runs.
 struct HtmlComparisonOptions {
-  std::string reference_name = "measured";
-  std::string other_name = "predicted";
-  std::string title;               ///< the heading; empty: the reference's program name
-  std::vector<std::string> notes;  ///< lines of plain text under the heading
-  std::vector<HtmlChart> charts;   ///< drawn between the notes and the comparison
+  std::string reference_name = "measured";  ///< what the page calls the reference run
+  std::string other_name = "predicted";     ///< what the page calls the other run
+  std::string title;                        ///< the heading; empty: the reference's program name
+  std::vector<std::string> notes;           ///< lines of plain text under the heading
+  std::vector<HtmlChart> charts;            ///< drawn between the notes and the comparison
 };
 /// The comparison page with a title, notes and charts of its own (`overlap
 /// bench --report`: the sweep above the best run measured and predicted).

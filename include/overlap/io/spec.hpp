@@ -17,7 +17,7 @@ namespace overlap::io {
 
 /// A parsed spec: the program and the device it asks for, if any.
 struct Spec {
-  Program program;
+  Program program;                    ///< the stream program the spec describes
   std::optional<std::string> device;  ///< preset name or model file from `device:`
 };
 

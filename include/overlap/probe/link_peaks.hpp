@@ -19,6 +19,7 @@ struct link_peak_options {
   /// Bytes per copy; each size is timed as a train of copies moving at least
   /// train_bytes. Default: 1, 4, 16 and 64 MiB.
   std::vector<std::size_t> sizes;
+  /// The least bytes a timed train moves (> 0).
   std::size_t train_bytes = std::size_t{256} << 20;
   unsigned reps = 5;  ///< timed trains per size and direction (median taken)
 };
@@ -32,9 +33,9 @@ struct link_rate {
 
 /// Peak H2D, peak D2H, and peak total (H2D + D2H bytes) with both running at once.
 struct link_peaks {
-  link_rate h2d;
-  link_rate d2h;
-  link_rate both;
+  link_rate h2d;   ///< H2D alone
+  link_rate d2h;   ///< D2H alone
+  link_rate both;  ///< H2D + D2H bytes per second with both directions at once
 };
 
 /// Measures on the current device; throws overlap::cuda::cuda_error, or

@@ -35,9 +35,9 @@ struct probe_options {
 
 /// A median with its spread, in the unit of the field that holds it.
 struct measured {
-  double median = 0.0;
-  double min = 0.0;
-  double max = 0.0;
+  double median = 0.0;  ///< of the samples
+  double min = 0.0;     ///< smallest sample
+  double max = 0.0;     ///< largest sample
   /// (max - min) / median; 0 for one sample.
   [[nodiscard]] double spread() const noexcept { return median > 0.0 ? (max - min) / median : 0.0; }
 };
@@ -46,30 +46,30 @@ struct measured {
 
 /// One size of a copy sweep.
 struct copy_point {
-  std::size_t bytes = 0;
-  measured train_ms;  ///< per copy, in a train of back-to-back copies queued behind a held GPU
-  measured alone_ms;  ///< one copy on an idle stream, events around it (start-up included)
+  std::size_t bytes = 0;  ///< per copy
+  measured train_ms;      ///< per copy, in a train of back-to-back copies queued behind a held GPU
+  measured alone_ms;      ///< one copy on an idle stream, events around it (start-up included)
 };
 
 /// A copy sweep for one direction and host memory kind.
 struct copy_sweep {
-  std::vector<copy_point> points;
+  std::vector<copy_point> points;  ///< one per size, smallest first
 };
 
 /// Both directions at once at one size: each direction's per-copy time in trains running together.
 struct bidirectional_point {
-  std::size_t bytes = 0;
-  measured h2d_ms;
-  measured d2h_ms;
+  std::size_t bytes = 0;  ///< per copy, the same in both directions
+  measured h2d_ms;        ///< per H2D copy of its train
+  measured d2h_ms;        ///< per D2H copy of its train
 };
 
 /// Copies queued on several streams in one direction, released at once:
 /// the order and times they finished in.
 struct arbitration_run {
-  unsigned streams = 0;
-  unsigned copies_per_stream = 0;
-  std::size_t bytes = 0;
-  std::string issue;  ///< "depth-first" (stream by stream) or "breadth-first" (copy by copy)
+  unsigned streams = 0;            ///< streams the copies were queued on
+  unsigned copies_per_stream = 0;  ///< copies queued on each stream
+  std::size_t bytes = 0;           ///< per copy
+  std::string issue;               ///< "depth-first" (stream by stream) or "breadth-first" (copy by copy)
   /// (stream, copy index) in the order they finished.
   std::vector<std::pair<unsigned, unsigned>> finish_order;
   std::vector<double> finish_ms;  ///< from the release, same order
@@ -86,30 +86,34 @@ struct host_call_costs {
 
 /// Host memcpy from pageable into pinned memory with N threads.
 struct staging_point {
-  unsigned threads = 0;
-  measured gigabytes_per_second;
+  unsigned threads = 0;           ///< host threads the copy is split over
+  measured gigabytes_per_second;  ///< copy rate; 1 GB = 1e9 bytes
 };
 
 /// Everything run_probe measured.
 struct probe_measurements {
-  std::string device;  ///< cudaDeviceProp::name
-  int driver_version = 0;
-  int runtime_version = 0;
-  int sm_count = 0;
-  int async_engine_count = 0;
-  std::string date;  ///< UTC, "2026-11-23 14:05"
-  bool quick = false;
-  double seconds = 0.0;  ///< how long the probe took
+  std::string device;          ///< cudaDeviceProp::name
+  int driver_version = 0;      ///< cudaDriverGetVersion, e.g. 13000
+  int runtime_version = 0;     ///< cudaRuntimeGetVersion
+  int sm_count = 0;            ///< streaming multiprocessors
+  int async_engine_count = 0;  ///< copy engines (cudaDeviceProp::asyncEngineCount)
+  std::string date;            ///< UTC, "2026-11-23 14:05"
+  bool quick = false;          ///< measured with probe_options::quick
+  double seconds = 0.0;        ///< how long the probe took
 
+  /// H2D copies from pinned host memory.
   copy_sweep h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable;
-  copy_sweep d2d, memset;  ///< device-to-device copies and memsets (train_ms only)
-  std::vector<bidirectional_point> bidirectional;
+  /// Device-to-device copies (train_ms only).
+  copy_sweep d2d, memset;                          ///< memsets (train_ms only)
+  std::vector<bidirectional_point> bidirectional;  ///< both directions at once, per size
   /// The same while a memory-bound kernel keeps device memory busy (not yet
   /// a model figure: it tells how much a kernel beside the copies costs them).
   std::vector<bidirectional_point> bidirectional_beside_memory_kernel;
   /// Aggregate rate of two streams copying H2D at once over one stream's (1: one engine serves them).
   measured same_direction_speedup;
+  /// 4 streams of 4 x 1 MiB, then of 2 x 16 MiB, each issued depth-first then breadth-first.
   std::vector<arbitration_run> arbitration;
+  /// Host time per runtime call.
   host_call_costs calls;
   measured copy_start_ms;    ///< a copy that waited for a kernel: beyond its train time
   measured kernel_start_ms;  ///< an empty kernel that waited for a copy: its span
@@ -123,14 +127,24 @@ struct probe_measurements {
     unsigned streams = 0;    ///< the chunks round-robin over
     measured chunk_ms;       ///< per chunk of the pipeline
     measured train_copy_ms;  ///< per copy of the slower direction in both-direction trains
-  } pipeline;
+  } pipeline;                ///< engine hand-overs in a queued pipeline
+  /// Streams the concurrent-kernel test launched on, one 1-block kernel each.
   unsigned streams_tried = 0;
   unsigned concurrent_kernels = 0;  ///< most 1-block kernels of different streams seen running at once
   unsigned max_connections = 0;     ///< CUDA_DEVICE_MAX_CONNECTIONS in force (8 when unset)
+  /// Per thread count: 1, 2, 4, ... up to the host's cores, at most 16.
   std::vector<staging_point> staging;
   measured register_ms_per_gib;    ///< cudaHostRegister
   measured unregister_ms_per_gib;  ///< cudaHostUnregister
+  /// The link's peak rates, taken from the pinned and both-direction trains above.
   link_peaks peaks;
+
+  /// \var probe_measurements::d2h_pinned
+  /// D2H copies into pinned host memory.
+  /// \var probe_measurements::h2d_pageable
+  /// H2D copies from pageable host memory (fewer sizes and reps than pinned).
+  /// \var probe_measurements::d2h_pageable
+  /// D2H copies into pageable host memory (fewer sizes and reps than pinned).
 };
 
 /// Measures the current device; throws cuda_error, or overlap::error when

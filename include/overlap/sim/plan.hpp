@@ -29,9 +29,11 @@ struct Workload {
   /// throughput over the input bytes, or a per-chunk curve. None: no kernel.
   std::optional<double> kernel_total_ms;
   std::optional<double> kernel_gigabytes_per_second;  ///< 1 GB = 1e9 bytes of input
+  /// The per-chunk curve: one kernel's time over a chunk's input bytes.
   std::optional<KernelCost> kernel_cost;
   /// Device memory the ring of chunk buffers may take; none = no limit.
   std::optional<std::uint64_t> device_budget;
+  /// Host memory of the input and output: picks the model's pinned or pageable copy curves.
   host_memory memory = host_memory::pinned;
 
   /// The kernel as a curve: a total time or a rate is a per-MiB cost with no
@@ -44,7 +46,9 @@ struct PlanOptions {
   /// Chunk sizes to try; empty: powers of two from min_chunk_bytes up to the
   /// whole input (and the whole input itself), at most max_chunks chunks.
   std::vector<std::uint64_t> chunk_sizes;
+  /// The smallest chunk size generated when chunk_sizes is empty (> 0).
   std::uint64_t min_chunk_bytes = 256ULL << 10;
+  /// The most chunks a generated size or a ramp may cut the input into (>= 1).
   std::uint32_t max_chunks = 1024;
   std::uint32_t max_streams = 8;  ///< streams 1..max_streams
   /// Issue orders to try. issue_order::stage_first may be added: its ring
@@ -74,23 +78,31 @@ struct PlanCandidate {
   PipelineShape shape;
   /// "uniform" or "ramp".
   std::string schedule_kind;
+  /// Chunks the input is cut into.
   std::uint32_t chunks = 0;
   std::uint64_t first_chunk_bytes = 0;    ///< the ramp's smallest, or the uniform size
   std::uint64_t largest_chunk_bytes = 0;  ///< the uniform size, or the ramp's peak
+  /// Streams the chunks are issued on, round-robin.
   std::uint32_t streams = 0;
+  /// The order the chunks' copies and kernels are issued in.
   issue_order order = issue_order::depth_first;
+  /// Chunk buffer slots in the ring: a PlanOptions::ring_factors multiple of
+  /// streams, or every chunk with issue_order::stage_first.
   std::uint32_t ring_depth = 0;
   std::uint64_t ring_bytes = 0;  ///< device memory of the ring (ring_depth x largest chunk in + out)
 
   double predicted_ms = 0.0;    ///< simulated total time
   double lower_bound_ms = 0.0;  ///< the closed-form bound used for pruning (<= predicted_ms)
+  /// Each engine's busy time in the simulated run.
   EngineBusy busy;
   /// The busiest engine: "H2D copy engine", "D2H copy engine", "copy
   /// engine" (one shared by both directions), "compute" or "host issue".
   std::string bound;
+  /// Busy time of the `bound` engine.
   double bound_busy_ms = 0.0;
-  /// Idle time of the bound engine before its first op and after its last.
+  /// Idle time of the bound engine before its first op.
   double bound_idle_before_ms = 0.0;
+  /// Idle time of the bound engine after its last op, to the end of the run.
   double bound_idle_after_ms = 0.0;
 
   /// "16 chunks of 16 MiB" or "ramp 1 MiB -> 16 MiB (30 chunks)".
@@ -109,6 +121,7 @@ struct PlanFloor {
 
 /// The planner's answer.
 struct Plan {
+  /// The fastest candidate; among ties, the simplest (as in `candidates`).
   PlanCandidate best;
   /// The best candidate with another schedule or stream count than `best`
   /// (its issue order and ring depth alone make a variant, not a rival:
@@ -118,7 +131,7 @@ struct Plan {
   /// (within 0.1%: the model is not that exact), e.g. the other issue order,
   /// a deeper ring or more streams; best is the simplest of them.
   std::size_t ties = 0;
-  PlanFloor floor;
+  PlanFloor floor;              ///< as plan_floor gives it
   std::size_t considered = 0;   ///< configurations in the search space that fit the budget
   std::size_t simulated = 0;    ///< of those, simulated
   std::size_t pruned = 0;       ///< skipped: their lower bound exceeds the runner-up found so far

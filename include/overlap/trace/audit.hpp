@@ -36,12 +36,13 @@ inline constexpr std::string_view idle_gap = "idle-gap";
 struct AuditOptions {
   /// Idle gaps of the whole device shorter than this are not reported (ms).
   double idle_gap_threshold = 0.1;
+  /// Which traps to report; their minimum fraction is of the device's active window, not the whole run.
   check::TrapOptions traps;
 };
 
 /// An op as the audit shows it: the call that issued it and where from.
 struct AuditOp {
-  op_id id = 0;
+  op_id id = 0;        ///< its index in Capture::program, in issue order
   std::string kind;    ///< to_string(op_kind)
   std::string api;     ///< "cudaMemcpyAsync"
   std::string label;   ///< "H2D", the kernel's name
@@ -58,16 +59,17 @@ struct MeasuredCost {
 
 /// One thing the audit found.
 struct AuditFinding {
+  /// error for races, warning for traps and idle gaps, info for notes on the hardware.
   check::severity level = check::severity::warning;
-  std::string rule;
+  std::string rule;  ///< one of check::rules or trace::rules
   /// "certain", or "possible" for races on kernels, whose accesses are
   /// assumed from their pointer parameters.
   std::string certainty = "certain";
-  std::string message;
-  std::string fix;
-  std::vector<AuditOp> ops;
-  std::vector<std::string> streams;
-  std::optional<MeasuredCost> measured;
+  std::string message;                   ///< what is wrong, in sentences
+  std::string fix;                       ///< what to change
+  std::vector<AuditOp> ops;              ///< the ops involved, in issue order
+  std::vector<std::string> streams;      ///< names of the streams involved
+  std::optional<MeasuredCost> measured;  ///< what it cost in the trace, where the trace shows it
   /// Predicted on the device model: simulate(captured) - simulate(repaired).
   std::optional<double> predicted_saving;
 };
@@ -80,26 +82,28 @@ struct Verdict {
   /// without the process's set-up before it and host work after it.
   double active = 0.0;
   double floor = 0.0;  ///< the busiest engine's (or the host's issue) time, ms
-  std::string text;
+  std::string text;    ///< the verdict in sentences, with what repairing the findings saves
 };
 
 /// The audit of one traced run.
 struct AuditReport {
-  std::vector<std::string> command;  ///< the app and its arguments (set by the caller)
-  int exit_code = 0;                 ///< the app's exit code (set by the caller)
-  std::string device_model;          ///< the model predictions were made on
-  std::string gpu;                   ///< the GPU the trace ran on
-  bool complete = false;
-  std::uint64_t dropped = 0;
-  std::size_t calls = 0;
-  std::size_t ops = 0;
-  std::size_t streams = 0;
+  std::vector<std::string> command;    ///< the app and its arguments (set by the caller)
+  int exit_code = 0;                   ///< the app's exit code (set by the caller)
+  std::string device_model;            ///< the model predictions were made on
+  std::string gpu;                     ///< the GPU the trace ran on
+  bool complete = false;               ///< the trace ended with its footer
+  std::uint64_t dropped = 0;           ///< records the tracer lost, as the footer counts them
+  std::size_t calls = 0;               ///< API calls in the trace
+  std::size_t ops = 0;                 ///< ops of the captured Program
+  std::size_t streams = 0;             ///< streams of the captured Program
   std::vector<AuditFinding> findings;  ///< most severe first, then in issue order
-  Verdict verdict;
-  Metrics metrics;                 ///< of the measured Timeline
-  std::vector<std::string> notes;  ///< what the capture could not do
+  Verdict verdict;                     ///< what bounds the run
+  Metrics metrics;                     ///< of the measured Timeline
+  std::vector<std::string> notes;      ///< what the capture could not do
 
+  /// Findings of exactly severity `level`.
   [[nodiscard]] std::size_t count(check::severity level) const noexcept;
+  /// True when some finding is at `level` or above.
   [[nodiscard]] bool fails(check::severity level) const noexcept;
 };
 

@@ -57,7 +57,7 @@ struct OpOrigin {
   std::string api;                  ///< the API call, or what the op stands for ("host work")
   std::string caller;               ///< the call's caller, when known
   double call_start = 0.0;          ///< host time of the call, milliseconds from the trace start
-  double call_end = 0.0;
+  double call_end = 0.0;            ///< when the call returned, milliseconds from the trace start
   /// The op was synthesized: host time between calls, or the host reading
   /// results after a synchronize.
   bool synthesized = false;
@@ -70,46 +70,46 @@ struct OpOrigin {
 
 /// An NVTX range in trace time (milliseconds from the trace start).
 struct CapturedRange {
-  std::string name;
-  double start = 0.0;
-  double end = 0.0;
+  std::string name;    ///< the range's message
+  double start = 0.0;  ///< when it was pushed or started
+  double end = 0.0;    ///< when it was popped or ended
 };
 
 /// What the trace measured about the device and host that a device model
 /// can be calibrated with (see calibrate()).
 struct Calibration {
   /// Median time from the work a blocking call waited for finishing to the
-  /// host returning from it, ms, and how many calls it was taken from.
+  /// host returning from it, ms.
   std::optional<double> host_wakeup_latency;
-  std::size_t wakeup_samples = 0;
+  std::size_t wakeup_samples = 0;  ///< blocking calls host_wakeup_latency is the median of
   /// Median delay from an op becoming runnable (its call returned, its
   /// stream's previous op and its engine's previous work ended) to its start,
-  /// ms, for kernels and for copies and memsets, and how many ops each is from.
+  /// ms, for kernels.
   std::optional<double> kernel_start_latency;
-  std::optional<double> copy_start_latency;
-  std::size_t start_samples = 0;
-  /// Median rates of pageable copies of at least 64 KiB, GB/s: bytes over the
+  std::optional<double> copy_start_latency;  ///< the same for copies and memsets, ms
+  std::size_t start_samples = 0;             ///< ops both latencies come from, kernels and copies together
+  /// Median rate of host-to-device pageable copies of at least 64 KiB, GB/s: bytes over the
   /// host's time in the call from when the copy could begin (staging included).
   std::optional<double> h2d_pageable_gbps;
-  std::optional<double> d2h_pageable_gbps;
+  std::optional<double> d2h_pageable_gbps;  ///< the same for device-to-host pageable copies, GB/s
 };
 
 /// A traced run as the toolkit's two values, plus where each op came from.
 struct Capture {
-  Program program;
-  Timeline timeline;             ///< measured; one span per stream op, in issue order
-  std::vector<OpOrigin> origin;  ///< per op of `program`
-  std::vector<CapturedRange> ranges;
-  std::string device;              ///< the GPU's name, when the trace has it
-  int sms = 0;                     ///< its multiprocessors, when known
-  std::size_t calls = 0;           ///< API calls in the trace
-  std::size_t failed_calls = 0;    ///< calls that returned an error (not turned into ops)
-  std::size_t unmatched_work = 0;  ///< device work no call accounts for
-  bool complete = false;           ///< the trace ended with its footer
-  std::string end_reason;
-  std::uint64_t dropped = 0;
-  std::vector<std::string> notes;  ///< what the conversion could not do, for the report
-  Calibration calibration;
+  Program program;                    ///< the host's calls as ops, in issue order; named after the executable
+  Timeline timeline;                  ///< measured; one span per stream op, in issue order
+  std::vector<OpOrigin> origin;       ///< per op of `program`
+  std::vector<CapturedRange> ranges;  ///< the trace's NVTX ranges, in the order they ended
+  std::string device;                 ///< the GPU's name, when the trace has it
+  int sms = 0;                        ///< its multiprocessors, when known
+  std::size_t calls = 0;              ///< API calls in the trace
+  std::size_t failed_calls = 0;       ///< calls that returned an error (not turned into ops)
+  std::size_t unmatched_work = 0;     ///< device work no call accounts for
+  bool complete = false;              ///< the trace ended with its footer
+  std::string end_reason;             ///< the footer's "exit", "signal 15" or "not traced"; empty without one
+  std::uint64_t dropped = 0;          ///< records lost, as the footer counts them
+  std::vector<std::string> notes;     ///< what the conversion could not do, for the report
+  Calibration calibration;            ///< what the run measured, for calibrate()
 };
 
 /// `model` with what `run` measured put in: the host's wake-up latency after

@@ -41,15 +41,15 @@ enum class call_class : std::uint8_t {
 /// One runtime (or app-made driver) API call, at its exit. Times are CUPTI
 /// nanoseconds; unused fields stay at their defaults.
 struct Call {
-  std::uint64_t corr = 0;
-  std::string api;  ///< "cudaMemcpyAsync", "cuLaunchKernel"
-  bool driver = false;
-  std::uint64_t tid = 0;
-  std::uint64_t start = 0;
-  std::uint64_t end = 0;
-  int status = 0;      ///< the call's return code; 0 = success
-  std::string caller;  ///< first frame outside CUDA, may be empty
-  call_class cls = call_class::other;
+  std::uint64_t corr = 0;              ///< CUPTI correlation id; device work names its call by it
+  std::string api;                     ///< "cudaMemcpyAsync", "cuLaunchKernel"
+  bool driver = false;                 ///< a driver call (cu*) the app made itself; false: a runtime call
+  std::uint64_t tid = 0;               ///< OS id of the calling thread
+  std::uint64_t start = 0;             ///< when the call was entered, ns
+  std::uint64_t end = 0;               ///< when it returned, ns
+  int status = 0;                      ///< the call's return code; 0 = success
+  std::string caller;                  ///< first frame outside CUDA, may be empty
+  call_class cls = call_class::other;  ///< its family; `other` too for a family this reader does not know
 
   std::optional<std::uint32_t> stream;  ///< CUPTI stream id
   std::uint64_t dst = 0;                ///< copies, memsets
@@ -64,6 +64,7 @@ struct Call {
   std::uint64_t ptr = 0;                ///< allocations, frees, registrations
   std::string memory;                   ///< allocations, frees: "device", "pinned", "managed", "async"
 
+  /// Host time spent in the call, ns.
   [[nodiscard]] double duration_ns() const noexcept { return static_cast<double>(end - start); }
 };
 
@@ -72,53 +73,53 @@ enum class work_kind : std::uint8_t { memcpy, memset, kernel, sync };
 
 /// A CUPTI activity record of device work (or of a synchronization).
 struct DeviceWork {
-  work_kind kind = work_kind::kernel;
-  std::uint64_t corr = 0;
-  std::uint64_t start = 0;
-  std::uint64_t end = 0;
-  std::optional<std::uint32_t> stream;
-  std::uint64_t bytes = 0;
-  std::string copy_kind;  ///< memcpy: "h2d", ...
-  std::string src_kind;   ///< memcpy: "pageable", "pinned", "device", ...
-  std::string dst_kind;
-  bool async = false;
-  std::string name;       ///< kernel name
-  std::string sync_type;  ///< sync: "stream", "event", "context", "stream_wait_event"
+  work_kind kind = work_kind::kernel;   ///< what ran
+  std::uint64_t corr = 0;               ///< the enqueuing call's Call::corr, or an alias (RawTrace::aliases)
+  std::uint64_t start = 0;              ///< when the device began it, ns
+  std::uint64_t end = 0;                ///< when it finished, ns
+  std::optional<std::uint32_t> stream;  ///< CUPTI stream id; empty where CUPTI gives none
+  std::uint64_t bytes = 0;              ///< memcpy, memset: bytes copied or set; 0 otherwise
+  std::string copy_kind;                ///< memcpy: "h2d", ...
+  std::string src_kind;                 ///< memcpy: "pageable", "pinned", "device", ...
+  std::string dst_kind;                 ///< memcpy: the destination's memory kind, as src_kind
+  bool async = false;                   ///< memcpy, memset: enqueued by an asynchronous call
+  std::string name;                     ///< kernel name
+  std::string sync_type;                ///< sync: "stream", "event", "context", "stream_wait_event"
 };
 
 /// A stream the process used.
 struct StreamRecord {
-  std::uint32_t id = 0;
+  std::uint32_t id = 0;           ///< CUPTI stream id, as in Call::stream and DeviceWork::stream
   std::string kind = "blocking";  ///< blocking, non_blocking, legacy_default, per_thread_default
-  int priority = 0;
+  int priority = 0;               ///< the stream's priority; lower numbers run first, 0 is the default
 };
 
 /// An NVTX range.
 struct Range {
-  std::string name;
-  std::uint64_t start = 0;
-  std::uint64_t end = 0;
-  std::uint64_t tid = 0;
+  std::string name;         ///< the range's message
+  std::uint64_t start = 0;  ///< when it was pushed or started, ns
+  std::uint64_t end = 0;    ///< when it was popped or ended, ns
+  std::uint64_t tid = 0;    ///< OS id of the thread that opened it
 };
 
 /// A device the process used.
 struct DeviceRecord {
-  int index = 0;
-  std::string name;
-  int sms = 0;
-  int copy_engines = 0;
+  int index = 0;         ///< the device ordinal
+  std::string name;      ///< e.g. "NVIDIA H100 80GB HBM3"
+  int sms = 0;           ///< its streaming multiprocessors
+  int copy_engines = 0;  ///< its asynchronous copy engines
 };
 
 /// A parsed trace file.
 struct RawTrace {
-  int version = 0;
-  std::uint64_t pid = 0;
-  std::string exe;
-  std::vector<DeviceRecord> devices;
-  std::vector<StreamRecord> streams;  ///< in the order first seen
-  std::vector<Call> calls;            ///< in the order written (call exit)
-  std::vector<DeviceWork> work;
-  std::vector<Range> ranges;
+  int version = 0;                                 ///< the header's format version; only 1 is read
+  std::uint64_t pid = 0;                           ///< the traced process's id
+  std::string exe;                                 ///< its executable's path (for Python, the interpreter)
+  std::vector<DeviceRecord> devices;               ///< the devices it used, in the order first seen
+  std::vector<StreamRecord> streams;               ///< in the order first seen
+  std::vector<Call> calls;                         ///< in the order written (call exit)
+  std::vector<DeviceWork> work;                    ///< CUPTI activity records, in the order written
+  std::vector<Range> ranges;                       ///< closed NVTX ranges, in the order they ended
   std::map<std::uint64_t, std::uint64_t> aliases;  ///< activity corr -> call corr
   std::vector<std::string> errors;                 ///< the library's own error records
   bool complete = false;                           ///< a footer was read
