@@ -5,7 +5,7 @@
 PRESET ?= default
 OVERLAP := build/$(PRESET)/tools/overlap/overlap
 
-.PHONY: run test build deps bench clean
+.PHONY: run test build deps bench package docs clean
 
 run: build
 	@if nvidia-smi -L >/dev/null 2>&1 && $(OVERLAP) bench --help >/dev/null 2>&1; then \
@@ -26,6 +26,14 @@ build: deps
 
 deps:
 	@scripts/install-deps.sh
+
+# The Debian package (cmake/package.cmake): build/$(PRESET)/overlap_*_amd64.deb
+package: build
+	cmake --build --preset $(PRESET) --target package
+
+# The API reference (Doxygen): build/$(PRESET)/docs/html/index.html
+docs: build
+	cmake --build --preset $(PRESET) --target docs
 
 bench: build
 	build/$(PRESET)/bench/sim_throughput --benchmark_repetitions=5 --benchmark_report_aggregates_only=true

@@ -6,9 +6,13 @@
 set -euo pipefail
 
 # python3, chromium and fonts-dejavu-core: the browser test of the HTML
-# reports (tests/browser) and scripts/screenshot-report.sh.
+# reports (tests/browser) and scripts/screenshot-report.sh. pkgconf: the
+# pkg-config check of scripts/check-install.sh. doxygen: the API reference
+# and its zero-warning test. file and dpkg-dev: CPack's Debian package
+# (dpkg-shlibdeps), checked by scripts/check-package.sh.
 packages=(cmake ninja-build g++ make libfmt-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
-          libgtest-dev libbenchmark-dev python3 chromium fonts-dejavu-core)
+          libgtest-dev libbenchmark-dev python3 chromium fonts-dejavu-core pkgconf
+          doxygen file dpkg-dev)
 # The fuzz targets: Clang with its sanitizer and libFuzzer runtimes, and
 # llvm-symbolizer (from llvm) so sanitizer reports name files and lines.
 if [ "${1:-}" = fuzz ]; then

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli_run.hpp"
+#include "overlap/version.hpp"
 
 namespace {
 
@@ -221,6 +222,20 @@ TEST(Cli, HelpTeachesWithExamples) {
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("Examples:"), std::string::npos);
   EXPECT_NE(r.out.find("--streams"), std::string::npos);
+}
+
+TEST(Cli, VersionNamesTheReleaseAndTheCudaItWasBuiltWith) {
+  const Result r = run({"--version"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  // "overlap 0.1.0" or "overlap 0.1.0 (git <describe>)", from overlap/version.hpp.
+  const std::string first = r.out.substr(0, r.out.find('\n'));
+  const std::string expected = std::string("overlap ") + overlap::version_string;
+  EXPECT_EQ(first.substr(0, expected.size()), expected) << r.out;
+  if (*overlap::git_revision != '\0') EXPECT_EQ(first, expected + " (git " + overlap::git_revision + ")");
+  // Then what CUDA it was built with (or without), and the GPU it finds or not.
+  EXPECT_NE(r.out.find("CUDA"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.back(), '\n');
 }
 
 TEST(Cli, DeviceModelRoundTripsThroughAFile) {

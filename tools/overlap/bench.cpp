@@ -1,4 +1,4 @@
-// `overlap bench`: the two workloads of HARDWARE.md on the GPU, in every
+// `overlap bench`: the two workloads of docs/hardware.md on the GPU, in every
 // variant (the seeds' one-stream and two-stream code, cuda::Pipeline with
 // defaults and over a chunk x stream sweep) against the floors measured in
 // the same run, every output checked; then the frames, the pageable data and
@@ -20,6 +20,7 @@
 
 #include "cli.hpp"
 #include "overlap/core/error.hpp"
+#include "overlap/version.hpp"
 #include "subcommand.hpp"
 
 #if OVERLAP_HAS_CUDA
@@ -39,7 +40,7 @@ namespace overlap::cli {
 
 namespace {
 
-constexpr const char* footer = R"(Workloads (HARDWARE.md):
+constexpr const char* footer = R"(Workloads (docs/hardware.md):
   transfer-bound  256 MiB of random floats in, y = 2x + 1, 256 MiB out
   compute-bound   4 Mi floats, v = sinf(v) * cosf(v) + v 100 times; the inputs
                   are random in the seed's range [0, 4Mi), where sinf takes
@@ -383,7 +384,7 @@ std::string json_report(const bench::bench_result& r, const Judgement& judgement
   const bench::device_info& d = r.device;
   json out;
   out["tool"] = "overlap bench";
-  out["version"] = OVERLAP_VERSION;
+  out["version"] = overlap::version_string;
   out["device"] = {{"ordinal", d.ordinal},
                    {"name", d.name},
                    {"compute_capability", fmt::format("{}.{}", d.compute_major, d.compute_minor)},

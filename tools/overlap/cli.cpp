@@ -9,6 +9,7 @@
 #include "error_line.hpp"
 #include "overlap/core/error.hpp"
 #include "subcommand.hpp"
+#include "version.hpp"
 
 namespace overlap::cli {
 
@@ -54,7 +55,9 @@ int unknown_command(const std::vector<std::string>& args, const std::vector<Subc
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{description, "overlap"};
-  app.set_version_flag("--version", std::string("overlap ") + OVERLAP_VERSION);
+  app.set_version_flag(
+      "--version", version_text,
+      "Print the version, the git revision, the CUDA runtime built against and the GPU found, then exit");
   app.require_subcommand(1);
   app.footer("Run 'overlap COMMAND --help' for a command's options and examples.");
   const Streams io{out, err};
