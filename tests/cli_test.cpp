@@ -232,7 +232,9 @@ TEST(Cli, VersionNamesTheReleaseAndTheCudaItWasBuiltWith) {
   const std::string first = r.out.substr(0, r.out.find('\n'));
   const std::string expected = std::string("overlap ") + overlap::version_string;
   EXPECT_EQ(first.substr(0, expected.size()), expected) << r.out;
-  if (*overlap::git_revision != '\0') EXPECT_EQ(first, expected + " (git " + overlap::git_revision + ")");
+  if (*overlap::git_revision != '\0') {
+    EXPECT_EQ(first, expected + " (git " + overlap::git_revision + ")");
+  }
   // Then what CUDA it was built with (or without), and the GPU it finds or not.
   EXPECT_NE(r.out.find("CUDA"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.back(), '\n');
