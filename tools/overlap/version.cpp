@@ -11,6 +11,9 @@
 
 #if OVERLAP_HAS_CUDA
 #include <cuda_runtime_api.h>
+
+#include "overlap/bench/driver.hpp"
+#include "overlap/cuda/error.hpp"
 #endif
 
 namespace overlap::cli {
@@ -32,15 +35,13 @@ std::string gpu_lines() {
     return text + fmt::format("GPU: none found (cudaGetDeviceCount: {})\n",
                               counted == cudaSuccess ? "0 devices" : cudaGetErrorString(counted));
   }
-  int driver = 0;
-  cudaDeviceProp properties{};
-  if (cudaDriverGetVersion(&driver) != cudaSuccess ||
-      cudaGetDeviceProperties(&properties, 0) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return text + "GPU: present, but its driver did not answer\n";
+  try {
+    const bench::device_info d = bench::query_device();
+    return text + fmt::format("driver for CUDA {} ({}); device {} of {}: {}\n",
+                              cuda_version(d.driver_version), d.driver_version, d.ordinal, devices, d.name);
+  } catch (const cuda_error& e) {
+    return text + fmt::format("GPU: present, but its driver did not answer ({})\n", e.what());
   }
-  return text + fmt::format("driver for CUDA {} ({}); device 0 of {}: {}\n", cuda_version(driver), driver,
-                            devices, properties.name);
 #else
   return "built without the CUDA layer (no CUDA toolkit when it was configured)\n";
 #endif
