@@ -22,7 +22,33 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+install_python_packages() {
+  # The Python package (python/, pyproject.toml) builds with nanobind and
+  # scikit-build-core and is tested with pytest and NumPy, for the python3
+  # on PATH, from PyPI (Debian 12 packages neither nanobind nor
+  # scikit-build-core).
+  local wanted=("nanobind>=2.2" "scikit-build-core>=0.10" "pytest>=7" "numpy>=1.22")
+  python3 - "${wanted[@]}" <<'PY' && return 0
+import sys
+from importlib.metadata import version, PackageNotFoundError
+import re
+for requirement in sys.argv[1:]:
+    name, minimum = re.split(r">=", requirement)
+    try:
+        have = tuple(int(p) for p in re.findall(r"\d+", version(name))[:2])
+    except PackageNotFoundError:
+        sys.exit(1)
+    if have < tuple(int(p) for p in minimum.split(".")[:2]):
+        sys.exit(1)
+PY
+  echo "overlap: installing ${wanted[*]} for $(command -v python3)" >&2
+  python3 -m pip install --quiet --disable-pip-version-check "${wanted[@]}"
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+  install_python_packages
+  exit 0
+fi
 
 echo "overlap: installing ${missing[*]}" >&2
 sudo=""
@@ -33,3 +59,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_python_packages

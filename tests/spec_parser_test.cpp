@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <locale>
 #include <sstream>
 #include <string>
 
@@ -286,6 +287,34 @@ TEST(Spec, NegativeOrNonNumericTime) {
   expect_error("pipeline:\n  chunks: 2\n  total_time:\n    kernel: -1\n", 4, "pipeline.total_time.kernel",
                "out of range");
   expect_error("ops:\n  - op: kernel\n    stream: default\n", 2, "ops[0].time", "required");
+}
+
+// A host program's global C++ locale must not change how a spec reads: here
+// one whose decimal point is a comma ("1,5"), as de_DE's is.
+struct comma_decimal : std::numpunct<char> {
+  [[nodiscard]] char do_decimal_point() const override { return ','; }
+};
+
+TEST(Spec, NumbersReadTheSameUnderAnyGlobalLocale) {
+  const std::locale previous = std::locale::global(std::locale(std::locale::classic(), new comma_decimal));
+  const Program program =
+      parse_spec("ops:\n  - {op: host_work, time: 1.5}\n  - {op: host_work, time: +2e-1}\n", "locale.yaml")
+          .program;
+  std::locale::global(previous);
+  ASSERT_EQ(program.ops().size(), 2u);
+  EXPECT_DOUBLE_EQ(*program.ops()[0].duration, 1.5);
+  EXPECT_DOUBLE_EQ(*program.ops()[1].duration, 0.2);
+}
+
+TEST(Spec, IntegersInYamlCoreSchemaForms) {
+  EXPECT_EQ(parse_spec("pipeline: {chunks: 0x10, stage_time: {h2d: 1}}\n", "hex.yaml").program.ops().size(),
+            parse_spec("pipeline: {chunks: 16, stage_time: {h2d: 1}}\n", "dec.yaml").program.ops().size());
+  EXPECT_EQ(parse_spec("pipeline: {chunks: 0o20, stage_time: {h2d: 1}}\n", "oct.yaml").program.ops().size(),
+            parse_spec("pipeline: {chunks: +16, stage_time: {h2d: 1}}\n", "plus.yaml").program.ops().size());
+  expect_error("pipeline:\n  chunks: 1.5\n", 2, "pipeline.chunks", "'1.5' is not an integer");
+  expect_error("pipeline:\n  chunks: 0x\n", 2, "pipeline.chunks", "'0x' is not an integer");
+  expect_error("pipeline:\n  chunks: 99999999999999999999\n", 2, "pipeline.chunks", "is not an integer");
+  expect_error("ops:\n  - op: host_work\n    time: 1.5.2\n", 3, "ops[0].time", "'1.5.2' is not a number");
 }
 
 TEST(Spec, UnknownStreamAndEvent) {

@@ -6,9 +6,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
+#include <string_view>
+#include <system_error>
 
 #include "overlap/core/limits.hpp"
 
@@ -17,6 +21,43 @@ namespace overlap::io::spec {
 namespace {
 
 constexpr std::string_view kShareExpected = "a number with 0 < share <= 1";
+
+// Numbers are read with std::from_chars, not yaml-cpp's convert<>, whose
+// iostream extraction follows the process's global C++ locale (a host
+// program's std::locale::global could make "1.5" read as 1) and, inlined
+// into a Python extension built against another distribution's libstdc++,
+// crashed inside the locale's facets. YAML 1.2's core schema: an optional
+// sign, decimal digits, 0x and 0o prefixes for integers.
+std::string_view without_plus(std::string_view text) {
+  return text.size() > 1 && text.front() == '+' && text[1] != '-' ? text.substr(1) : text;
+}
+
+std::optional<double> scalar_double(std::string_view text) {
+  text = without_plus(text);
+  double value = 0.0;
+  const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (status != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+std::optional<long long> scalar_integer(std::string_view text) {
+  text = without_plus(text);
+  const bool negative = !text.empty() && text.front() == '-';
+  std::string_view digits = negative ? text.substr(1) : text;
+  int base = 10;
+  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'o')) {
+    base = digits[1] == 'x' ? 16 : 8;
+    digits.remove_prefix(2);
+  }
+  unsigned long long magnitude = 0;
+  const auto [end, status] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude, base);
+  if (status != std::errc() || end != digits.data() + digits.size() || digits.empty()) return std::nullopt;
+  constexpr auto largest = static_cast<unsigned long long>(std::numeric_limits<long long>::max());
+  if (magnitude > largest + (negative ? 1U : 0U)) return std::nullopt;
+  if (!negative) return static_cast<long long>(magnitude);
+  return magnitude == largest + 1U ? std::numeric_limits<long long>::min()
+                                   : -static_cast<long long>(magnitude);
+}
 
 }  // namespace
 
@@ -80,11 +121,10 @@ std::string read_string(const Field& field) {
 }
 
 double read_number(const Field& field, std::string_view expected) {
-  double value = 0.0;
-  if (!field.node().IsScalar() || !YAML::convert<double>::decode(field.node(), value)) {
-    field.fail(describe(field.node()) + " is not a number", expected);
-  }
-  return value;
+  const std::optional<double> value =
+      field.node().IsScalar() ? scalar_double(field.node().Scalar()) : std::nullopt;
+  if (!value) field.fail(describe(field.node()) + " is not a number", expected);
+  return *value;
 }
 
 double read_time(const Field& field) {
@@ -107,12 +147,11 @@ std::int64_t read_integer(const Field& field, std::int64_t min, std::int64_t max
   const std::string expected = max == std::numeric_limits<std::int64_t>::max()
                                    ? fmt::format("an integer >= {}", min)
                                    : fmt::format("an integer from {} to {}", min, max);
-  long long value = 0;
-  if (!field.node().IsScalar() || !YAML::convert<long long>::decode(field.node(), value)) {
-    field.fail(describe(field.node()) + " is not an integer", expected);
-  }
-  if (value < min || value > max) field.fail(fmt::format("{} is out of range", value), expected);
-  return value;
+  const std::optional<long long> value =
+      field.node().IsScalar() ? scalar_integer(field.node().Scalar()) : std::nullopt;
+  if (!value) field.fail(describe(field.node()) + " is not an integer", expected);
+  if (*value < min || *value > max) field.fail(fmt::format("{} is out of range", *value), expected);
+  return *value;
 }
 
 std::uint32_t read_count(const Field& field) {
