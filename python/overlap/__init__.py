@@ -14,7 +14,7 @@ Run (CUDA): chunked H2D -> your stage -> D2H over CUDA streams::
     x = overlap.pinned_empty(1 << 26, "float32"); y = overlap.pinned_empty(1 << 26, "float32")
     def stage(chunk_in, chunk_out, stream):
         with stream.cupy():
-            cupy.multiply(cupy.asarray(chunk_in), 2, out=cupy.asarray(chunk_out))
+            cupy.multiply(chunk_in.cupy(), 2, out=chunk_out.cupy())
     overlap.Pipeline().run(x, y, stage)
 
 Feed a training loop, the next batch uploading while this one computes::

@@ -97,20 +97,46 @@ class DeviceArray:
     ``readonly`` is True for chunk_in: the stage reads it and must not write
     it (the views are exported writable, as PyTorch requires).
 
-    ``cupy.asarray(a)``, ``torch.as_tensor(a, device="cuda")`` and
+    ``a.cupy()`` and ``a.torch()`` give views made once per ring slot (the
+    fast path); ``cupy.asarray(a)``, ``torch.as_tensor(a, device="cuda")`` and
     ``numba.cuda.as_cuda_array(a)`` read it through
     ``__cuda_array_interface__``; ``torch.from_dlpack(a)`` and
     ``cupy.from_dlpack(a)`` through DLPack. The memory is a ring slot that the
     next chunks reuse: copy out what must outlive the call.
     """
 
-    __slots__ = ("ptr", "size", "dtype", "readonly")
+    __slots__ = ("ptr", "size", "dtype", "readonly", "_cupy", "_torch")
 
     def __init__(self, ptr: int, size: int, dtype: np.dtype, readonly: bool) -> None:
         self.ptr = ptr
         self.size = size
         self.dtype = dtype
         self.readonly = readonly
+        self._cupy: Any = None
+        self._torch: Any = None
+
+    def cupy(self) -> Any:
+        """This chunk as a ``cupy.ndarray`` view, made once per ring slot and reused run after run.
+
+        The fast path: ``cupy.asarray(chunk)`` builds a new view every call.
+        """
+        if self._cupy is None:
+            import cupy
+
+            self._cupy = cupy.asarray(self)
+        return self._cupy
+
+    def torch(self) -> Any:
+        """This chunk as a CUDA ``torch.Tensor`` view, made once per ring slot and reused run after run.
+
+        The fast path: ``torch.as_tensor(chunk, device="cuda")`` builds a new
+        tensor every call, which costs tens of microseconds per chunk.
+        """
+        if self._torch is None:
+            import torch
+
+            self._torch = torch.as_tensor(self, device="cuda")
+        return self._torch
 
     @property
     def shape(self) -> Tuple[int]:
@@ -294,6 +320,18 @@ class Pipeline:
             ratio_in=output_ratio[1],
         )
         self._streams: Dict[int, Stream] = {}
+        # One DeviceArray per ring slot, chunk size and dtype: the same
+        # objects (and their cached CuPy and torch views) serve every run.
+        self._views: Dict[Tuple[int, int, str, bool], DeviceArray] = {}
+
+    def _view(self, ptr: int, count: int, dtype: np.dtype, readonly: bool) -> DeviceArray:
+        key = (ptr, count, dtype.str, readonly)
+        view = self._views.get(key)
+        if view is None:
+            if len(self._views) > 1024:  # the ring was remade many times over: start afresh
+                self._views.clear()
+            view = self._views[key] = DeviceArray(ptr, count, dtype, readonly)
+        return view
 
     def _stream(self, ptr: int) -> Stream:
         stream = self._streams.get(ptr)
@@ -306,12 +344,12 @@ class Pipeline:
         if not callable(stage):
             raise TypeError(f"stage: expected a callable stage(chunk_in, chunk_out, stream), not {type(stage).__name__}")
         in_dtype, out_dtype = host_in.dtype, host_out.dtype
-        stream_of = self._stream
+        stream_of, view_of = self._stream, self._view
 
         def call(in_ptr: int, in_count: int, out_ptr: int, out_count: int, stream_ptr: int, chunk: int) -> None:
             try:
-                stage(DeviceArray(in_ptr, in_count, in_dtype, True),
-                      DeviceArray(out_ptr, out_count, out_dtype, False), stream_of(stream_ptr))
+                stage(view_of(in_ptr, in_count, in_dtype, True), view_of(out_ptr, out_count, out_dtype, False),
+                      stream_of(stream_ptr))
             except BaseException as e:
                 failures.append(e)
                 raise

@@ -27,13 +27,17 @@ cpp_pipeline
     Python per chunk. The reference a Python stage is judged against.
 overlap_cupy
     ``Pipeline().run(x, y, stage)`` with a CuPy stage: one ElementwiseKernel
-    (``y = 2 * x + 1``, one kernel per chunk) over ``cupy.asarray`` views of
-    the chunk, launched inside ``with stream.cupy():``. Its cost over
-    cpp_pipeline is what calling Python once per chunk costs.
+    (``y = 2 * x + 1``, one kernel per chunk) over the chunk's ``.cupy()``
+    views (made once per ring slot), launched inside ``with stream.cupy():``.
+    Its cost over cpp_pipeline is what calling Python once per chunk costs.
 overlap_torch
-    The same with a PyTorch stage: ``torch.as_tensor(chunk, device="cuda")``
-    views and ``torch.mul(x, 2.0, out=y).add_(1.0)`` (two kernels: eager
-    PyTorch has no fused affine op) inside ``with torch.cuda.stream(...)``.
+    The same with a PyTorch stage: the chunk's ``.torch()`` views and one
+    kernel, ``torch.addcmul(one, x, two, out=y)`` (1 + 2x, with 0-d device
+    tensors broadcast), inside ``with torch.cuda.stream(...)``.
+overlap_torch_as_tensor
+    The stage as a PyTorch user first writes it: views made with
+    ``torch.as_tensor(chunk, device="cuda")`` on every chunk and two kernels,
+    ``torch.mul(x, 2.0, out=y).add_(1.0)`` (reported, no target).
 cupy_set_get
     CuPy as its users write it: the same chunks and stream count as
     overlap_cupy, and per chunk ``d_in.set(x_chunk, stream=s)``, the kernel
@@ -45,8 +49,8 @@ cupy_set_get
 torch_streams
     PyTorch with hand-written streams: the same chunks and stream count as
     overlap_torch over ``torch.cuda.Stream()``s, and per chunk a
-    ``non_blocking`` upload into a preallocated device buffer, the two
-    kernels, and a ``non_blocking`` download into the pinned output (x and y
+    ``non_blocking`` upload into a preallocated device buffer, the same
+    one kernel, and a ``non_blocking`` download into the pinned output (x and y
     are shared with torch through ``torch.from_numpy``).
 link_floor
     The honest floor: one whole-size upload and one whole-size download at
@@ -154,10 +158,11 @@ FILL_BLOCK = 8 * MIB  # elements drawn per call while filling the input (bounds 
 CPP = "cpp_pipeline"
 OVERLAP_CUPY = "overlap_cupy"
 OVERLAP_TORCH = "overlap_torch"
+OVERLAP_TORCH_AS_TENSOR = "overlap_torch_as_tensor"
 CUPY_SET_GET = "cupy_set_get"
 TORCH_STREAMS = "torch_streams"
 LINK_FLOOR = "link_floor"
-ROW_ORDER = (CPP, OVERLAP_CUPY, OVERLAP_TORCH, CUPY_SET_GET, TORCH_STREAMS, LINK_FLOOR)
+ROW_ORDER = (CPP, OVERLAP_CUPY, OVERLAP_TORCH, OVERLAP_TORCH_AS_TENSOR, CUPY_SET_GET, TORCH_STREAMS, LINK_FLOOR)
 
 # (numerator, denominator, comparison, target): the acceptance checks.
 CHECKS = (
@@ -167,7 +172,7 @@ CHECKS = (
     (CUPY_SET_GET, OVERLAP_TORCH, ">=", 1.6),
 )
 # Reported beside the checks, with no target.
-INFO_RATIOS = ((TORCH_STREAMS, OVERLAP_TORCH),)
+INFO_RATIOS = ((TORCH_STREAMS, OVERLAP_TORCH), (OVERLAP_TORCH_AS_TENSOR, CPP))
 
 # The prefetch section.
 PREFETCH_BATCHES = 40
@@ -427,12 +432,26 @@ def _overlap_cupy_row(work: Workload, cupy: Any) -> Row:
 
     def stage(chunk_in: Any, chunk_out: Any, stream: Any) -> None:
         with stream.cupy():
-            kernel(cupy.asarray(chunk_in), cupy.asarray(chunk_out))
+            kernel(chunk_in.cupy(), chunk_out.cupy())
 
     return Row(OVERLAP_CUPY, lambda: pipeline.run(work.x, work.y, stage))
 
 
 def _overlap_torch_row(work: Workload, torch: Any) -> Row:
+    pipeline = Pipeline()
+    # 1 + x * 2 in one kernel (addcmul broadcasts the 0-d tensors); rounds
+    # once, as the reference does.
+    one = torch.ones((), device="cuda")
+    two = torch.full((), 2.0, device="cuda")
+
+    def stage(chunk_in: Any, chunk_out: Any, stream: Any) -> None:
+        with torch.cuda.stream(stream.torch()):
+            torch.addcmul(one, chunk_in.torch(), two, out=chunk_out.torch())
+
+    return Row(OVERLAP_TORCH, lambda: pipeline.run(work.x, work.y, stage))
+
+
+def _overlap_torch_as_tensor_row(work: Workload, torch: Any) -> Row:
     pipeline = Pipeline()
 
     def stage(chunk_in: Any, chunk_out: Any, stream: Any) -> None:
@@ -441,7 +460,7 @@ def _overlap_torch_row(work: Workload, torch: Any) -> Row:
         with torch.cuda.stream(stream.torch()):
             torch.mul(t_in, 2.0, out=t_out).add_(1.0)
 
-    return Row(OVERLAP_TORCH, lambda: pipeline.run(work.x, work.y, stage))
+    return Row(OVERLAP_TORCH_AS_TENSOR, lambda: pipeline.run(work.x, work.y, stage))
 
 
 def _cupy_set_get_row(work: Workload, cupy: Any, report: RunReport) -> Row:
@@ -479,6 +498,8 @@ def _torch_streams_row(work: Workload, torch: Any, report: RunReport) -> Row:
     d_in = [torch.empty(longest, dtype=torch.float32, device="cuda") for _ in streams]
     d_out = [torch.empty(longest, dtype=torch.float32, device="cuda") for _ in streams]
     x, y = torch.from_numpy(work.x), torch.from_numpy(work.y)
+    one = torch.ones((), device="cuda")  # overlap_torch's one kernel
+    two = torch.full((), 2.0, device="cuda")
 
     def run() -> None:
         for k, (start, stop) in enumerate(bounds):
@@ -486,7 +507,7 @@ def _torch_streams_row(work: Workload, torch: Any, report: RunReport) -> Row:
             a, b = d_in[slot][: stop - start], d_out[slot][: stop - start]
             with torch.cuda.stream(streams[slot]):
                 a.copy_(x[start:stop], non_blocking=True)
-                torch.mul(a, 2.0, out=b).add_(1.0)
+                torch.addcmul(one, a, two, out=b)
                 y[start:stop].copy_(b, non_blocking=True)
         for stream in streams:
             stream.synchronize()
@@ -609,6 +630,7 @@ def _add_cupy_rows(work: Workload, cupy: Any, setup: Setup) -> None:
 
 def _add_torch_rows(work: Workload, torch: Any, setup: Setup) -> None:
     report = _warm(_overlap_torch_row(work, torch), work, setup)
+    _warm(_overlap_torch_as_tensor_row(work, torch), work, setup)
     _warm(_torch_streams_row(work, torch, report), work, setup)
     setup.notes.extend(_torch_notes(torch, work))
 
@@ -622,7 +644,8 @@ def _build_rows(work: Workload, libraries: Libraries) -> Setup:
         if module is not None:
             add(work, module, setup)
         else:
-            rows = (OVERLAP_CUPY, CUPY_SET_GET) if name == "cupy" else (OVERLAP_TORCH, TORCH_STREAMS)
+            rows = ((OVERLAP_CUPY, CUPY_SET_GET) if name == "cupy"
+                    else (OVERLAP_TORCH, OVERLAP_TORCH_AS_TENSOR, TORCH_STREAMS))
             setup.skipped.extend(f"{row} ({libraries.missing[name]})" for row in rows)
     if libraries.cupy is not None:
         _warm(_link_floor_cupy(work, libraries.cupy), work, setup)
@@ -689,10 +712,10 @@ def _print_header(work: Workload, device: str, setup: Setup, reps: int) -> None:
 
 def _print_table(rows: List[Row], medians: Dict[str, float]) -> None:
     print()
-    print(f"{'row':<16}{'median ms':>11}{'min..max ms':>22}{'x ' + CPP:>16}{'x ' + LINK_FLOOR:>14}")
+    print(f"{'row':<24}{'median ms':>11}{'min..max ms':>22}{'x ' + CPP:>16}{'x ' + LINK_FLOOR:>14}")
     for row in rows:
         span = f"{min(row.samples_ms):.2f}..{max(row.samples_ms):.2f}"
-        print(f"{row.name:<16}{medians[row.name]:>11.2f}{span:>22}"
+        print(f"{row.name:<24}{medians[row.name]:>11.2f}{span:>22}"
               f"{_format_ratio(_ratio(medians, row.name, CPP)):>16}"
               f"{_format_ratio(_ratio(medians, row.name, LINK_FLOOR)):>14}")
 

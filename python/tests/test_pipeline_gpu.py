@@ -221,3 +221,28 @@ extern "C" __global__ void spin(long long cycles) {
         counter.join()
     assert during > 1000  # the counter ran while run() waited for ~0.4 s of kernels
     np.testing.assert_array_equal(host_out, host_in)
+
+
+def test_the_fast_views_are_made_once_per_ring_slot(torch, cupy):
+    host_in = random_input(ODD_ELEMENTS)
+    host_out = overlap.pinned_empty(ODD_ELEMENTS, np.float32)
+    pipeline = overlap.Pipeline(chunk_bytes=ODD_CHUNK_BYTES, streams=3)
+    views = []
+
+    def torch_stage(chunk_in, chunk_out, stream):
+        views.append((id(chunk_in.torch()), id(chunk_out.torch())))
+        with torch.cuda.stream(stream.torch()):
+            torch.mul(chunk_in.torch(), 2.0, out=chunk_out.torch()).add_(1.0)
+
+    def cupy_stage(chunk_in, chunk_out, stream):
+        with stream.cupy():
+            cupy.multiply(chunk_in.cupy(), 2, out=chunk_out.cupy())
+            chunk_out.cupy()[:] += 1
+
+    for stage in (torch_stage, torch_stage, cupy_stage):
+        host_out.fill(np.nan)
+        pipeline.run(host_in, host_out, stage)
+        np.testing.assert_array_equal(host_out, affine_reference(host_in))
+    first, second = views[:16], views[16:]
+    assert first == second  # the same tensors, run after run
+    assert len(set(first)) == 4  # 3 ring slots of whole chunks, and the remainder chunk
