@@ -57,7 +57,7 @@ class Stream:
     speaks the ``__cuda_stream__`` protocol.
     """
 
-    __slots__ = ("ptr", "_cupy", "_torch")
+    __slots__ = {"ptr": "The cudaStream_t, as an integer.", "_cupy": None, "_torch": None}
 
     def __init__(self, ptr: int) -> None:
         self.ptr = ptr
@@ -105,7 +105,14 @@ class DeviceArray:
     next chunks reuse: copy out what must outlive the call.
     """
 
-    __slots__ = ("ptr", "size", "dtype", "readonly", "_cupy", "_torch")
+    __slots__ = {
+        "ptr": "The chunk's device address, as an integer.",
+        "size": "The chunk's element count.",
+        "dtype": "The elements' NumPy dtype (the host array's).",
+        "readonly": "True for chunk_in, which the stage must not write.",
+        "_cupy": None,
+        "_torch": None,
+    }
 
     def __init__(self, ptr: int, size: int, dtype: np.dtype, readonly: bool) -> None:
         self.ptr = ptr
@@ -140,10 +147,12 @@ class DeviceArray:
 
     @property
     def shape(self) -> Tuple[int]:
+        """(size,): the views are one-dimensional."""
         return (self.size,)
 
     @property
     def nbytes(self) -> int:
+        """The chunk's bytes: size times the dtype's item size."""
         return self.size * self.dtype.itemsize
 
     @property
@@ -199,7 +208,18 @@ StageFunction = Callable[[DeviceArray, DeviceArray, Stream], Any]
 
 
 class RunReport:
-    """What a Pipeline run did: its chunking, streams, ring and host path, and its measured Timeline."""
+    """What a Pipeline run did: its chunking, streams, ring and host path, and its measured Timeline.
+
+    Attributes:
+        chunks: chunks the input was cut into.
+        chunk_bytes: input bytes of a whole chunk.
+        chunk_schedule: input bytes of each chunk, when a schedule was given.
+        streams: CUDA streams the chunks went round-robin over.
+        ring_depth: device chunk slots.
+        device_bytes: device memory the ring holds.
+        host_issue_ms: host time spent issuing the run (the stage calls included).
+        host: how the host arrays were reached: 'pinned', 'registered' or 'staged'.
+    """
 
     def __init__(self, fields: Dict[str, Any]) -> None:
         self.chunks: int = fields["chunks"]
