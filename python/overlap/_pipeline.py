@@ -12,7 +12,7 @@ launch its work on that stream.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -279,6 +279,21 @@ class CapturedPipeline:
 _PAGEABLE = ("reject", "register", "stage", "auto")
 
 
+def _reraise_with_cause(error: PipelineError, failures: List[BaseException]) -> NoReturn:
+    """Raises the pipeline's error with the stage's exception as its cause.
+
+    A KeyboardInterrupt or SystemExit in the stage is raised as itself (the
+    pipeline has drained by then): Ctrl-C should stop a script, not become a
+    PipelineError.
+    """
+    if not failures:
+        raise error
+    cause = failures[0]
+    if not isinstance(cause, Exception):
+        raise cause from error
+    raise error from cause
+
+
 class Pipeline:
     """Chunked H2D -> stage -> D2H over host arrays, overlapped across CUDA streams.
 
@@ -397,9 +412,7 @@ class Pipeline:
             return RunReport(self._engine.run(src.reshape(-1), dst.reshape(-1),
                                               self._adapter(stage, src, dst, failures)))
         except PipelineError as e:
-            if failures:
-                raise e from failures[0]
-            raise
+            _reraise_with_cause(e, failures)
 
     def capture(self, host_in: Any, host_out: Any, stage: StageFunction) -> CapturedPipeline:
         """Captures one run into a CUDA graph; replay() repeats it without calling Python.
@@ -414,9 +427,7 @@ class Pipeline:
         try:
             graph = self._engine.capture(src.reshape(-1), dst.reshape(-1), self._adapter(stage, src, dst, failures))
         except PipelineError as e:
-            if failures:
-                raise e from failures[0]
-            raise
+            _reraise_with_cause(e, failures)
         return CapturedPipeline(graph, src, dst)
 
     def run_affine(self, host_in: np.ndarray, host_out: np.ndarray) -> RunReport:

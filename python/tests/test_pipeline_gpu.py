@@ -246,3 +246,23 @@ def test_the_fast_views_are_made_once_per_ring_slot(torch, cupy):
     first, second = views[:16], views[16:]
     assert first == second  # the same tensors, run after run
     assert len(set(first)) == 4  # 3 ring slots of whole chunks, and the remainder chunk
+
+
+def test_ctrl_c_in_the_stage_stops_the_run_as_itself(cupy_affine):
+    host_in = random_input(ODD_ELEMENTS)
+    host_out = overlap.pinned_empty(ODD_ELEMENTS, np.float32)
+    pipeline = overlap.Pipeline(chunk_bytes=ODD_CHUNK_BYTES, streams=3)
+
+    def stage(chunk_in, chunk_out, stream, calls=[0]):
+        if calls[0] == 2:
+            raise KeyboardInterrupt
+        calls[0] += 1
+        cupy_affine(chunk_in, chunk_out, stream)
+
+    with pytest.raises(KeyboardInterrupt) as interrupted:
+        pipeline.run(host_in, host_out, stage)
+    assert isinstance(interrupted.value.__cause__, overlap.PipelineError)
+    assert interrupted.value.__cause__.chunk == 2
+    host_out.fill(np.nan)
+    pipeline.run(host_in, host_out, cupy_affine)  # drained: the pipeline runs again
+    np.testing.assert_array_equal(host_out, affine_reference(host_in))
