@@ -30,15 +30,6 @@ namespace overlap::bench::detail {
 
 namespace {
 
-std::string_view path_name(cuda::host_path path) {
-  switch (path) {
-    case cuda::host_path::pinned: return "pinned";
-    case cuda::host_path::registered: return "registered";
-    case cuda::host_path::staged: return "staged";
-  }
-  return "?";
-}
-
 class pageable_bench {
  public:
   pageable_bench(const bench_config& config, run_clock& clock, const announce_row& announce)
@@ -71,14 +62,14 @@ class pageable_bench {
                                           cuda::pageable_memory::stage, false, path));
     r.variants.push_back(measure_pipeline(variant_kind::pageable_automatic, "Pipeline, automatic",
                                           cuda::pageable_memory::automatic, false, path));
-    r.automatic_one_shot = path_name(path);
+    r.automatic_one_shot = cuda::to_string(path);
     r.variants.push_back(measure_pinned());
     r.variants.push_back(measure_pipeline(variant_kind::pageable_kept, "Pipeline, vectors registered once",
                                           cuda::pageable_memory::reject, true, path));
     r.variants.push_back(measure_pipeline(variant_kind::pageable_kept_automatic,
                                           "Pipeline, automatic, vectors registered once",
                                           cuda::pageable_memory::automatic, true, path));
-    r.automatic_kept = path_name(path);
+    r.automatic_kept = cuda::to_string(path);
     return r;
   }
 

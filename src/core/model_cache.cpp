@@ -1,15 +1,14 @@
 #include "overlap/core/model_cache.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <system_error>
-#include <thread>
 
 #include "overlap/core/error.hpp"
+#include "overlap/core/file_output.hpp"
 #include "overlap/core/limits.hpp"
 
 namespace overlap {
@@ -75,26 +74,11 @@ std::filesystem::path store_cached_model(const DeviceModel& model, const cached_
   std::filesystem::create_directories(path.parent_path(), ec);
   if (ec)
     throw error(fmt::format("model cache: cannot create {}: {}", path.parent_path().string(), ec.message()));
-  // Written beside its final name and renamed over it: a reader sees the
-  // old model or the new one, never a partial file.
-  std::filesystem::path temporary = path;
-  temporary +=
-      fmt::format(".tmp-{}-{}", ::getpid(), std::hash<std::thread::id>{}(std::this_thread::get_id()));
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << model.to_json();
-    out.close();
-    if (!out) {
-      std::filesystem::remove(temporary, ec);
-      throw error(fmt::format("model cache: cannot write {}", temporary.string()));
-    }
-  }
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    throw error(fmt::format("model cache: cannot rename {} to {}: {}", temporary.string(), path.string(),
-                            ec.message()));
+  // A reader sees the old model or the new one, never a partial file.
+  try {
+    write_file_whole(path, model.to_json());
+  } catch (const error& e) {
+    throw error(fmt::format("model cache: {}", e.what()));
   }
   return path;
 }

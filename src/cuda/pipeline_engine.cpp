@@ -13,6 +13,19 @@
 #include "overlap/cuda/pipeline.hpp"
 #include "pipeline_issue.hpp"
 
+namespace overlap::cuda {
+
+std::string_view to_string(host_path path) noexcept {
+  switch (path) {
+    case host_path::pinned: return "pinned";
+    case host_path::registered: return "registered";
+    case host_path::staged: return "staged";
+  }
+  return "pinned";
+}
+
+}  // namespace overlap::cuda
+
 namespace overlap::cuda::detail {
 
 pipeline_engine::pipeline_engine() = default;

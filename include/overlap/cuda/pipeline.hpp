@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -56,6 +57,9 @@ enum class host_path {
   registered,  ///< pageable spans, registered in place for the run
   staged,      ///< pageable spans, copied through pinned slots
 };
+
+/// "pinned", "registered" or "staged", as reports and the Python package say it.
+[[nodiscard]] std::string_view to_string(host_path path) noexcept;
 
 /// Whether to bracket every op with timing events and return a measured Timeline.
 ///

@@ -47,15 +47,6 @@ cuda::automatic_chunking chunking_of(const std::string& name) {
   throw invalid_input("chunking: '" + name + "' is not one of 'fixed', 'planned'");
 }
 
-const char* host_path_name(cuda::host_path path) {
-  switch (path) {
-    case cuda::host_path::pinned: return "pinned";
-    case cuda::host_path::registered: return "registered";
-    case cuda::host_path::staged: return "staged";
-  }
-  return "pinned";
-}
-
 template <typename Array>
 std::size_t element_bytes(const Array& array, const char* name) {
   const std::size_t bytes = array.itemsize();
@@ -97,7 +88,7 @@ nb::dict report_of(const cuda::run_report& report) {
   result["ring_depth"] = report.ring_depth;
   result["device_bytes"] = report.device_bytes;
   result["host_issue_ms"] = report.host_issue_ms;
-  result["host"] = host_path_name(report.host);
+  result["host"] = std::string(cuda::to_string(report.host));
   if (report.timeline) {
     result["timeline_json"] = io::to_json(*report.timeline);
   } else {

@@ -4,16 +4,11 @@
 
 #include <nanobind/nanobind.h>
 
-#include <string>
-
 namespace overlap::python {
 
 void bind_device_model(nanobind::module_& module);  // device_model.cpp
 void bind_timeline(nanobind::module_& module);      // timeline.cpp
 void bind_program(nanobind::module_& module);       // program.cpp: specs and simulate
 void bind_check(nanobind::module_& module);         // check.cpp
-
-/// Writes `text` to `path`; overlap::error naming the path if it cannot.
-void write_text_file(const std::string& path, const std::string& text);  // files.cpp
 
 }  // namespace overlap::python

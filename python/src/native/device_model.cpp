@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.hpp"
+#include "overlap/core/file_output.hpp"
 
 namespace nb = nanobind;
 
@@ -30,7 +31,7 @@ void bind_device_model(nb::module_& module) {
       .def(
           "save",
           [](const DeviceModel& model, const nb::object& path) {
-            write_text_file(nb::cast<std::string>(nb::str(path)), model.to_json());
+            write_file_whole(nb::cast<std::string>(nb::str(path)), model.to_json());
           },
           nb::arg("path"), "Writes the model as JSON, loadable by DeviceModel.load and `--device FILE`.")
       .def(

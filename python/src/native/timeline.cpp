@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "overlap/core/file_output.hpp"
 #include "overlap/core/metrics.hpp"
 #include "overlap/io/exporters.hpp"
 
@@ -173,7 +174,7 @@ void bind_timeline(nb::module_& module) {
       .def(
           "to_chrome",
           [](const Timeline& timeline, const nb::object& path) {
-            write_text_file(nb::cast<std::string>(nb::str(path)), io::to_chrome_trace(timeline));
+            write_file_whole(nb::cast<std::string>(nb::str(path)), io::to_chrome_trace(timeline));
           },
           nb::arg("path"), "Writes the Chrome trace to `path` (a str or os.PathLike).")
       .def(
