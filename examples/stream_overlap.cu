@@ -192,7 +192,7 @@ int run_example() {
   seed_options.chunk_bytes = elements / 2 * sizeof(float);
   seed_options.streams = 2U;
   Pipeline<float> seed_shape(seed_options);
-  // Overlapped, overlap's way: automatic chunk size and 4 streams.
+  // Overlapped, overlap's way: automatic chunk size and streams.
   Pipeline<float> automatic;
   std::vector<double> seed_shape_runs;
   std::vector<double> automatic_runs;

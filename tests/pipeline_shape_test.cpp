@@ -270,4 +270,64 @@ TEST(PipelineAccesses, WithoutBytesEachChunkOwnsADistinctHostByte) {
   }
 }
 
+// ---- stage streams: one stream per stage ----
+
+std::vector<std::string> ops_with_events(const overlap::Program& p) {
+  std::vector<std::string> sequence;
+  for (const overlap::Op& op : p.ops()) {
+    std::string what = std::string(overlap::to_string(op.kind)) + ":" + op.item;
+    if (op.event) what = std::string(overlap::to_string(op.kind)) + ":" + p.events()[*op.event];
+    sequence.push_back(what + "@" + p.streams()[*op.stream].name);
+  }
+  return sequence;
+}
+
+TEST(PipelineStageStreams, EachStageHasItsStreamAndEventsHandEveryChunkOn) {
+  overlap::PipelineShape shape = timed_shape(5, 4);  // upload, 2 kernel streams, download
+  shape.order = overlap::issue_order::stage_streams;
+  shape.synchronize_at_end = false;
+  const overlap::Program p = overlap::make_pipeline_program(shape);
+  const std::vector<std::string> expected = {
+      // chunk 0 (slot 0, reused by chunk 4: its download frees it)
+      "copy:0@Stream1", "record:slot0_in@Stream1", "wait:slot0_in@Stream2", "kernel:0@Stream2",
+      "record:slot0_out@Stream2", "wait:slot0_out@Stream4", "copy:0@Stream4", "record:slot0_free@Stream4",
+      // chunk 1: the other kernel stream
+      "copy:1@Stream1", "record:slot1_in@Stream1", "wait:slot1_in@Stream3", "kernel:1@Stream3",
+      "record:slot1_out@Stream3", "wait:slot1_out@Stream4", "copy:1@Stream4",
+      // chunk 2
+      "copy:2@Stream1", "record:slot2_in@Stream1", "wait:slot2_in@Stream2", "kernel:2@Stream2",
+      "record:slot2_out@Stream2", "wait:slot2_out@Stream4", "copy:2@Stream4",
+      // chunk 3
+      "copy:3@Stream1", "record:slot3_in@Stream1", "wait:slot3_in@Stream3", "kernel:3@Stream3",
+      "record:slot3_out@Stream3", "wait:slot3_out@Stream4", "copy:3@Stream4",
+      // chunk 4 takes slot 0 back once chunk 0's download is done
+      "wait:slot0_free@Stream1", "copy:4@Stream1", "record:slot0_in@Stream1", "wait:slot0_in@Stream2",
+      "kernel:4@Stream2", "record:slot0_out@Stream2", "wait:slot0_out@Stream4", "copy:4@Stream4"};
+  EXPECT_EQ(ops_with_events(p), expected);
+}
+
+TEST(PipelineStageStreams, WithoutAKernelTheDownloadWaitsForTheUpload) {
+  overlap::PipelineShape shape;
+  shape.chunks = 2;
+  shape.streams = 3;
+  shape.order = overlap::issue_order::stage_streams;
+  shape.h2d_bytes = 8;
+  shape.d2h_bytes = 8;
+  shape.synchronize_at_end = false;
+  const std::vector<std::string> expected = {
+      "copy:0@Stream1", "record:slot0_in@Stream1", "wait:slot0_in@Stream3", "copy:0@Stream3",
+      "copy:1@Stream1", "record:slot1_in@Stream1", "wait:slot1_in@Stream3", "copy:1@Stream3"};
+  EXPECT_EQ(ops_with_events(overlap::make_pipeline_program(shape)), expected);
+}
+
+TEST(PipelineStageStreams, NeedsThreeStreamsAndParsesByName) {
+  overlap::PipelineShape shape = timed_shape(4, 2);
+  shape.order = overlap::issue_order::stage_streams;
+  const std::string message = message_of(shape);
+  EXPECT_NE(message.find("streams: 2 is out of range for stage-streams issue"), std::string::npos) << message;
+  for (const char* text : {"stage-streams", "stage_streams"})
+    EXPECT_EQ(overlap::parse_issue_order(text), overlap::issue_order::stage_streams) << text;
+  EXPECT_EQ(overlap::to_string(overlap::issue_order::stage_streams), "stage_streams");
+}
+
 }  // namespace

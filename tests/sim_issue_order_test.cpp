@@ -67,6 +67,13 @@ TEST(SimIssueOrder, BreadthFirstOnFermiWaitsForTheBatchedCompletionSignal) {
   EXPECT_EQ(first_download.waited_because, wait_reason::completion_signal);
 }
 
+// Stage streams on four 1 ms stages of four chunks: uploads back to back
+// (0-4), each kernel 1 ms after its upload on the 2 kernel streams, each
+// download after its kernel: the last ends at 6, as depth-first does.
+TEST(SimIssueOrder, StageStreamsPipelineLikeDepthFirstOnHyperQ) {
+  EXPECT_DOUBLE_EQ(total(issue_order::stage_streams, ideal("hyperq")), 6.0);
+}
+
 TEST(SimIssueOrder, HyperQMakesIssueOrderIrrelevant) {
   const DeviceModel m = DeviceModel::preset("hyperq");
   const double depth = total(issue_order::depth_first, m);

@@ -96,6 +96,7 @@ std::string_view order_text(issue_order o) {
     case issue_order::depth_first: return "depth";
     case issue_order::breadth_first: return "breadth";
     case issue_order::stage_first: return "stage";
+    case issue_order::stage_streams: return "stage-streams";
   }
   return "?";
 }
@@ -297,6 +298,7 @@ accuracy accuracy_of(const std::vector<result>& results) {
 issue_order order_from(std::string_view text) {
   if (text == "breadth") return issue_order::breadth_first;
   if (text == "stage") return issue_order::stage_first;
+  if (text == "stage-streams") return issue_order::stage_streams;
   return issue_order::depth_first;
 }
 

@@ -298,7 +298,8 @@ class Pipeline:
     """Chunked H2D -> stage -> D2H over host arrays, overlapped across CUDA streams.
 
     Every argument is optional; with none, the Pipeline chooses the chunking
-    (a fixed fraction of the data over 4 streams) and refuses pageable arrays.
+    (a fixed fraction of the data, with uploads, kernels and downloads each on
+    their own streams) and refuses pageable arrays.
 
     Args:
         chunk_bytes: input bytes per chunk.

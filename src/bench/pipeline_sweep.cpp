@@ -1,7 +1,9 @@
 // cuda::Pipeline over the workload: default options, planned and calibrated
-// automatic chunking, then every chunk size x stream count of the sweep; the
-// fastest of the default and the sweep by median is the best configuration
-// (the one the bench replays recorded, as a graph and as a bare loop).
+// automatic chunking, then every chunk size x stream count of the sweep
+// (chunks round-robin over the streams), then every chunk size with streams
+// by stage (the default's assignment); the fastest of the default and the
+// sweep by median is the best configuration (the one the bench replays
+// recorded, as a graph and as a bare loop).
 #include <limits>
 #include <utility>
 
@@ -15,6 +17,10 @@ std::string pipeline_name(std::size_t chunk_bytes, unsigned streams) {
   return "pipeline chunk " + format_bytes(chunk_bytes) + " x " + std::to_string(streams) + " streams";
 }
 
+std::string per_stage_name(std::size_t chunk_bytes) {
+  return "pipeline chunk " + format_bytes(chunk_bytes) + ", streams by stage";
+}
+
 }  // namespace
 
 run_info workload_bench::info_of(const cuda::run_report& report) {
@@ -24,6 +30,7 @@ run_info workload_bench::info_of(const cuda::run_report& report) {
   info.chunk_bytes = report.chunk_bytes;
   info.streams = report.streams;
   info.device_bytes = report.device_bytes;
+  info.per_stage = report.assignment == cuda::stream_assignment::per_stage;
   return info;
 }
 
@@ -54,6 +61,12 @@ void workload_bench::measure_pipelines(workload_result& result) {
       result.variants.push_back(
           measure_pipeline(variant_kind::pipeline, pipeline_name(chunk, streams), options));
     }
+  }
+  for (const std::size_t chunk : workload_.chunk_bytes) {
+    cuda::pipeline_options options;
+    options.chunk_bytes = chunk;
+    options.assignment = cuda::stream_assignment::per_stage;
+    result.variants.push_back(measure_pipeline(variant_kind::pipeline, per_stage_name(chunk), options));
   }
   double best = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < result.variants.size(); ++i) {

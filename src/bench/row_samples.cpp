@@ -19,6 +19,7 @@ void row_samples::describe(const run_info& info) {
   result.chunk_bytes = info.chunk_bytes;
   result.streams = info.streams;
   result.device_bytes = info.device_bytes;
+  result.per_stage = info.per_stage;
 }
 
 variant_result row_samples::finish() && {

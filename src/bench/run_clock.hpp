@@ -25,6 +25,7 @@ struct run_info {
   std::size_t chunk_bytes = 0;          ///< input bytes per piece
   unsigned streams = 1;                 ///< streams the run used
   std::size_t device_bytes = 0;         ///< Pipeline only: its ring's device memory
+  bool per_stage = false;               ///< streams by stage (upload, kernels, download), not by chunk
 };
 
 /// Issues one complete run, with `start` already recorded, and returns once

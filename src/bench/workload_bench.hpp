@@ -70,7 +70,8 @@ class workload_bench {
   runner pipeline_runner(pipeline& p);
   variant_result measure_pipeline(variant_kind kind, std::string name, const cuda::pipeline_options& options);
   void measure_pipelines(workload_result& result);
-  run_info chunk_loop(std::vector<cuda::stream>& streams, std::size_t chunk_bytes);
+  run_info chunk_loop(std::vector<cuda::stream>& streams, std::size_t chunk_bytes, bool per_stage,
+                      std::vector<cuda::event>& hand_over);
   void measure_best_again(workload_result& result);
 
   const workload_config& workload_;

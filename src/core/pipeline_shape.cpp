@@ -135,6 +135,12 @@ void validate(const PipelineShape& shape) {
         "holds its slot until its D2H, which comes after every kernel)",
         shape.ring_depth, effective_chunks(shape)));
   }
+  if (shape.order == issue_order::stage_streams && shape.streams < 3) {
+    throw invalid_input(fmt::format(
+        "streams: {} is out of range for stage-streams issue (expected >= 3: an upload stream, a kernel "
+        "stream and a download stream)",
+        shape.streams));
+  }
   if (shape.ring_depth != 0 && shape.ring_depth < shape.streams) {
     throw invalid_input(fmt::format("ring_depth: {} is out of range (expected 0 or >= streams = {})",
                                     shape.ring_depth, shape.streams));
@@ -249,9 +255,8 @@ double kernel_share(const PipelineShape& shape, const Layout& layout, std::uint3
   return std::clamp(work / total, 0.01, 1.0) * shape.kernel_gpu_share;
 }
 
-void issue_stage(Program& program, const Layout& layout, stage which, std::uint32_t chunk) {
+void issue_stage(Program& program, const Layout& layout, stage which, std::uint32_t chunk, stream_id stream) {
   const PipelineShape& shape = layout.shape;
-  const stream_id stream = layout.stream_of(chunk);
   switch (which) {
     case stage::h2d:
       program.copy(stream, copy_direction::h2d, layout.in(chunk).bytes, shape.memory,
@@ -283,6 +288,48 @@ void release_slot(Program& program, const Layout& layout, std::uint32_t chunk) {
   program.record(layout.slot_free[layout.slot(chunk)], layout.stream_of(chunk));
 }
 
+// Stage streams: the upload stream first, the kernel streams, the download
+// stream last. Each present stage waits for the one before it through the
+// chunk's slot events, so a stage stream never blocks on another engine
+// except for the chunk it needs.
+void build_stage_streams(Program& program, const Layout& layout, const std::vector<stage>& stages) {
+  const PipelineShape& shape = layout.shape;
+  const std::uint32_t kernel_streams = shape.streams - 2;
+  std::vector<event_id> ready_in;
+  std::vector<event_id> ready_out;
+  std::vector<event_id> slot_free;
+  for (std::uint32_t k = 0; k < layout.depth; ++k) {
+    ready_in.push_back(program.add_event(fmt::format("slot{}_in", k)));
+    ready_out.push_back(program.add_event(fmt::format("slot{}_out", k)));
+    slot_free.push_back(program.add_event(fmt::format("slot{}_free", k)));
+  }
+  const auto stream_for = [&](stage which, std::uint32_t chunk) {
+    switch (which) {
+      case stage::h2d: return layout.streams.front();
+      case stage::kernel: return layout.streams[1 + chunk % kernel_streams];
+      case stage::d2h: return layout.streams.back();
+    }
+    return layout.streams.front();
+  };
+  const auto ready_after = [&](stage which, std::uint32_t slot) {
+    return which == stage::h2d ? ready_in[slot] : ready_out[slot];
+  };
+  for (std::uint32_t chunk = 0; chunk < shape.chunks; ++chunk) {
+    const std::uint32_t slot = layout.slot(chunk);
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+      const stream_id stream = stream_for(stages[i], chunk);
+      if (i == 0 && chunk >= layout.depth) program.wait(stream, slot_free[slot]);
+      if (i > 0) program.wait(stream, ready_after(stages[i - 1], slot));
+      issue_stage(program, layout, stages[i], chunk, stream);
+      if (i + 1 < stages.size()) {
+        program.record(ready_after(stages[i], slot), stream);
+      } else if (chunk + layout.depth < shape.chunks) {
+        program.record(slot_free[slot], stream);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 issue_order parse_issue_order(std::string_view text) {
@@ -290,8 +337,10 @@ issue_order parse_issue_order(std::string_view text) {
   if (text == "breadth" || text == "breadth-first" || text == "breadth_first")
     return issue_order::breadth_first;
   if (text == "stage" || text == "stage-first" || text == "stage_first") return issue_order::stage_first;
+  if (text == "stage-streams" || text == "stage_streams") return issue_order::stage_streams;
   throw invalid_input(fmt::format(
-      "issue: '{}' is not an issue order (expected depth-first, breadth-first or stage-first)", text));
+      "issue: '{}' is not an issue order (expected depth-first, breadth-first, stage-first or stage-streams)",
+      text));
 }
 
 std::string_view to_string(issue_order order) noexcept {
@@ -299,6 +348,7 @@ std::string_view to_string(issue_order order) noexcept {
     case issue_order::depth_first: return "depth_first";
     case issue_order::breadth_first: return "breadth_first";
     case issue_order::stage_first: return "stage_first";
+    case issue_order::stage_streams: return "stage_streams";
   }
   return "depth_first";
 }
@@ -416,6 +466,12 @@ Program build_program(const PipelineShape& shape) {
   for (std::uint32_t s = 0; s < shape.streams; ++s) {
     layout.streams.push_back(program.add_stream(fmt::format("Stream{}", s + 1), shape.kind));
   }
+  const std::vector<stage> stages = present_stages(shape);
+  if (shape.order == issue_order::stage_streams) {
+    build_stage_streams(program, layout, stages);
+    if (shape.synchronize_at_end) program.synchronize_device();
+    return program;
+  }
   if (layout.slots_change_stream()) {
     for (std::uint32_t k = 0; k < layout.depth; ++k)
       layout.slot_free.push_back(program.add_event(fmt::format("slot{}_free", k)));
@@ -426,14 +482,13 @@ Program build_program(const PipelineShape& shape) {
   const std::uint32_t round = shape.order == issue_order::depth_first     ? 1
                               : shape.order == issue_order::breadth_first ? shape.streams
                                                                           : shape.chunks;
-  const std::vector<stage> stages = present_stages(shape);
   for (std::uint64_t first = 0; first < shape.chunks; first += round) {
     const auto end = static_cast<std::uint32_t>(std::min<std::uint64_t>(shape.chunks, first + round));
     for (auto chunk = static_cast<std::uint32_t>(first); chunk < end; ++chunk)
       wait_for_slot(program, layout, chunk);
     for (const stage which : stages) {
       for (auto chunk = static_cast<std::uint32_t>(first); chunk < end; ++chunk)
-        issue_stage(program, layout, which, chunk);
+        issue_stage(program, layout, which, chunk, layout.stream_of(chunk));
     }
     for (auto chunk = static_cast<std::uint32_t>(first); chunk < end; ++chunk)
       release_slot(program, layout, chunk);

@@ -24,6 +24,7 @@ PipelineShape shape_of(const plan& p, const erased_run& r) {
   shape.name = "cuda::Pipeline";
   shape.chunks = static_cast<std::uint32_t>(p.chunks);
   shape.streams = p.streams;
+  shape.order = p.order;
   shape.ring_depth = p.ring_depth;
   shape.kind = stream_kind::non_blocking;
   shape.h2d_bytes = r.input_elements * r.input_element_bytes;
@@ -67,6 +68,8 @@ run_report report_of(const plan& p, const erased_run& r) {
   for (const std::size_t elements : p.schedule)
     report.chunk_schedule.push_back(elements * r.input_element_bytes);
   report.streams = p.streams;
+  report.assignment =
+      p.order == issue_order::stage_streams ? stream_assignment::per_stage : stream_assignment::round_robin;
   report.ring_depth = p.ring_depth;
   return report;
 }
@@ -139,7 +142,10 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 
 void pipeline_resources::prepare(const plan& p, std::size_t in_bytes, std::size_t out_bytes) {
   while (streams.size() < p.streams) streams.emplace_back(stream::options{stream_sync::non_blocking, 0});
-  while (slot_free.size() < p.ring_depth) slot_free.emplace_back(event_timing::disabled);
+  // Round-robin runs hand slots over with one event each; per stage, each
+  // slot also has its "in" and "out" events (make_pipeline_program).
+  const std::size_t events = std::size_t{p.ring_depth} * (p.order == issue_order::stage_streams ? 3 : 1);
+  while (slot_free.size() < events) slot_free.emplace_back(event_timing::disabled);
   if (slots_in.size() != p.ring_depth || slot_in_bytes < in_bytes || slot_out_bytes < out_bytes) {
     slots_in.clear();
     slots_out.clear();

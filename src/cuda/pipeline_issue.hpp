@@ -68,7 +68,7 @@ struct pipeline_resources {
   pipeline_resources& operator=(pipeline_resources&&) = delete;
 
   std::vector<stream> streams;
-  std::vector<event> slot_free;
+  std::vector<event> slot_free;  ///< the Program's events, by event id
   std::vector<device_buffer<std::byte>> slots_in;
   std::vector<device_buffer<std::byte>> slots_out;
   std::size_t slot_in_bytes = 0;

@@ -18,6 +18,23 @@ namespace {
 
 constexpr std::size_t MiB = std::size_t{1} << 20;
 constexpr unsigned automatic_streams = 4;
+// An upload, a download and three kernel streams: with one, a chunk's
+// kernel cannot start before the last one's final wave ends (a compute-bound
+// run took 1.26x the kernel alone on an H100; three: 1.007x).
+constexpr unsigned automatic_stage_streams = 5;
+
+// per_stage unless the caller asked for round-robin streams or something
+// this assignment does not serve (the planner's round-robin search, a Feed
+// of staged slots).
+issue_order resolve_order(const pipeline_options& o) {
+  switch (o.assignment) {
+    case stream_assignment::round_robin: return issue_order::depth_first;
+    case stream_assignment::per_stage: return issue_order::stage_streams;
+    case stream_assignment::automatic: break;
+  }
+  const bool may_stage = o.pageable == pageable_memory::stage || o.pageable == pageable_memory::automatic;
+  return o.streams || plans_chunking(o) || may_stage ? issue_order::depth_first : issue_order::stage_streams;
+}
 
 void require_spans(const erased_run& run, std::size_t required_output) {
   require_non_null(run);
@@ -40,7 +57,8 @@ std::size_t required_output(const erased_run& run, const output_ratio& ratio) {
 }
 
 // Input elements per chunk: a multiple of ratio.in so each chunk's output is whole.
-std::size_t chunk_elements(const erased_run& run, const pipeline_options& o, unsigned depth) {
+std::size_t chunk_elements(const erased_run& run, const pipeline_options& o, unsigned depth,
+                           issue_order order) {
   const std::size_t element = run.input_element_bytes;
   if (o.chunk_bytes) {
     const std::size_t bytes = *o.chunk_bytes;
@@ -60,8 +78,13 @@ std::size_t chunk_elements(const erased_run& run, const pipeline_options& o, uns
     return elements;
   }
   // 1/64 of the data keeps pipeline fill and drain near 3% of the run;
-  // 1 MiB copies already reach ~85% of peak bandwidth on PCIe Gen5.
-  std::size_t bytes = std::clamp(run.input_elements * element / 64, MiB, 16 * MiB);
+  // 1 MiB copies already reach ~85% of peak bandwidth on PCIe Gen5. Per
+  // stage, copies cost ~4.5 us each even back to back on one engine, and a
+  // run pays its first upload and last download alone: 8 MiB balances the
+  // two for 256 MiB on an H100 (bench/RESULTS.md, issue 11, part 5).
+  std::size_t bytes = order == issue_order::stage_streams
+                          ? std::clamp(run.input_elements * element / 32, MiB, 8 * MiB)
+                          : std::clamp(run.input_elements * element / 64, MiB, 16 * MiB);
   if (o.device_budget_bytes) {
     // The ring holds depth slots of input plus output.
     const double per_input_byte = 1.0 + static_cast<double>(o.ratio.out * run.output_element_bytes) /
@@ -263,9 +286,17 @@ plan make_plan(const erased_run& run, const pipeline_options& o, const DeviceMod
   const std::size_t output_needed = required_output(run, o.ratio);
   require_spans(run, output_needed);
   plan p;
-  p.streams = o.streams.value_or(automatic_streams);
+  p.order = resolve_order(o);
+  const bool per_stage = p.order == issue_order::stage_streams;
+  p.streams = o.streams.value_or(per_stage ? automatic_stage_streams : automatic_streams);
   if (p.streams == 0)
     throw invalid_input("streams: 0 is out of range (expected >= 1, or empty for automatic)");
+  if (per_stage && p.streams < 3) {
+    throw invalid_input(fmt::format(
+        "streams: {} is out of range for stream_assignment::per_stage (expected >= 3: an upload, a kernel "
+        "and a download stream)",
+        p.streams));
+  }
   if (!o.chunk_schedule.empty()) p.schedule = schedule_elements(run, o);
   const DeviceModel* model = o.model ? &*o.model : detected;
   std::optional<planned_chunking> planned;
@@ -274,7 +305,7 @@ plan make_plan(const erased_run& run, const pipeline_options& o, const DeviceMod
     planned = plan_with_model(run, o, *model,
                               calibrated_stage ? std::optional<KernelCost>(*calibrated_stage) : o.stage_cost,
                               output_needed);
-    p.streams = planned->streams;
+    if (!per_stage) p.streams = planned->streams;  // per stage, streams are roles, not the planner's count
   }
   p.ring_depth = o.ring_depth.value_or(p.streams);
   if (p.ring_depth < p.streams) {
@@ -292,7 +323,7 @@ plan make_plan(const erased_run& run, const pipeline_options& o, const DeviceMod
   if (!p.schedule.empty()) {
     p.chunk_input_elements = *std::max_element(p.schedule.begin(), p.schedule.end());
   } else {
-    p.chunk_input_elements = chunk_elements(run, o, p.ring_depth);
+    p.chunk_input_elements = chunk_elements(run, o, p.ring_depth, p.order);
     if (planned && !planned->schedule.empty() && ring_fits(planned->chunk_elements)) {
       p.schedule = planned->schedule;
       p.chunk_input_elements = planned->chunk_elements;

@@ -163,8 +163,10 @@ issue_order read_issue_order(const Field& field) {
   try {
     return parse_issue_order(text);
   } catch (const invalid_input&) {
-    field.fail(fmt::format("{} is not an issue order", shown(text)),
-               "one of: depth, depth-first, depth_first, breadth, breadth-first, breadth_first");
+    field.fail(
+        fmt::format("{} is not an issue order", shown(text)),
+        "one of: depth, depth-first, depth_first, breadth, breadth-first, breadth_first, stage, stage-first, "
+        "stage_first, stage-streams, stage_streams");
   }
 }
 

@@ -58,11 +58,13 @@ int compare(T a, T b) {
 
 /// Depth-first first: it needs no more than one slot per stream and issues
 /// each chunk whole; breadth-first next; stage-first holds every chunk.
+/// (Stage streams is never searched: its streams are roles, not a count.)
 const char* issue_preference(issue_order order) {
   switch (order) {
     case issue_order::depth_first: return "depth-first issue";
     case issue_order::breadth_first: return "breadth-first issue";
     case issue_order::stage_first: return "stage-first issue";
+    case issue_order::stage_streams: return "stage-streams issue";
   }
   return "depth-first issue";
 }

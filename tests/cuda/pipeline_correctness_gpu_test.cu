@@ -161,7 +161,8 @@ struct case_config {
   std::size_t elements;
   std::size_t chunk_elements;  // 0: automatic
   unsigned streams;
-  unsigned ring_depth;  // 0: automatic (one slot per stream)
+  unsigned ring_depth;     // 0: automatic (one slot per stream)
+  bool per_stage = false;  // stream_assignment::per_stage (else the streams go round-robin)
 };
 
 // "auto" for an automatic (zero) setting.
@@ -180,8 +181,10 @@ std::string shape_name(std::string prefix, std::size_t elements, std::size_t chu
 }
 
 std::string case_name(const case_config& c) {
-  return shape_name(std::string(name_of(c.kind)) + "_", c.elements, c.chunk_elements, c.streams,
-                    c.ring_depth);
+  std::string name =
+      shape_name(std::string(name_of(c.kind)) + "_", c.elements, c.chunk_elements, c.streams, c.ring_depth);
+  if (c.per_stage) name.append("_by_stage");
+  return name;
 }
 
 // gtest prints parameters in test listings (and so in ctest's names); say
@@ -203,7 +206,11 @@ void run_map_case(const case_config& c) {
   if (c.chunk_elements != 0) options.chunk_bytes = c.chunk_elements * sizeof(In);
   options.streams = c.streams;
   if (c.ring_depth != 0) options.ring_depth = c.ring_depth;
+  if (c.per_stage) options.assignment = overlap::cuda::stream_assignment::per_stage;
   Pipeline<In, Out> pipeline(options);
+  // Per stage, the stage's kernels go round-robin over the streams between
+  // the upload and the download stream.
+  const unsigned kernel_streams = c.per_stage ? c.streams - 2 : c.streams;
 
   // Two runs of one Pipeline under different poisons: an element left
   // unwritten cannot match the reference under both, and the second run
@@ -228,7 +235,9 @@ void run_map_case(const case_config& c) {
     EXPECT_EQ(report.streams, c.streams);
     EXPECT_EQ(report.ring_depth, c.ring_depth == 0 ? c.streams : c.ring_depth);
     EXPECT_EQ(report.device_bytes, report.ring_depth * chunk_elements * (sizeof(In) + sizeof(Out)));
-    EXPECT_TRUE(calls_follow_the_plan(calls, n, chunk_elements, 1, 1, c.streams));
+    EXPECT_EQ(report.assignment, c.per_stage ? overlap::cuda::stream_assignment::per_stage
+                                             : overlap::cuda::stream_assignment::round_robin);
+    EXPECT_TRUE(calls_follow_the_plan(calls, n, chunk_elements, 1, 1, kernel_streams));
     EXPECT_TRUE(overlap_test::same_bytes<Out>(expected, output.span()))
         << "poison 0x" << std::hex << static_cast<int>(pattern);
   }
@@ -263,6 +272,11 @@ std::vector<case_config> correctness_cases() {
     cases.push_back({kind, 65537, 1000, 5, 11});   // remainder, depth not a multiple of streams
     cases.push_back({kind, 1000003, 4096, 8, 9});  // prime size, 245 chunks
     cases.push_back({kind, 1000003, 0, 4, 0});     // prime size, automatic chunk
+    // Streams by stage: one kernel stream, then several, with slots reused.
+    cases.push_back({kind, 31, 7, 3, 3, true});          // remainder, slot reuse, one kernel stream
+    cases.push_back({kind, 65537, 1000, 5, 0, true});    // 3 kernel streams, ring of 5
+    cases.push_back({kind, 1000003, 4096, 6, 9, true});  // prime size, 245 chunks, 4 kernel streams
+    cases.push_back({kind, 4099, 1, 4, 4, true});        // one-element chunks
   }
   std::mt19937 rng(20240613);
   std::uniform_int_distribution<int> pick_kind(0, 5);
@@ -279,6 +293,7 @@ std::vector<case_config> correctness_cases() {
     c.chunk_elements = (i % 5 == 4) ? 0 : pick_chunk(rng);
     c.streams = pick_streams(rng);
     c.ring_depth = (i % 3 == 0) ? 0 : c.streams + extra_slots(rng);
+    c.per_stage = i % 4 == 1 && c.streams >= 3;
     cases.push_back(c);
   }
   return cases;

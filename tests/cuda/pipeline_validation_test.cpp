@@ -159,7 +159,7 @@ TEST(PipelineValidation, RingDepthBelowStreams) {
 
 TEST(PipelineValidation, RingDepthBelowAutomaticStreams) {
   pipeline_options options;
-  options.ring_depth = 1U;  // the automatic stream count is 4
+  options.ring_depth = 1U;  // the automatic stream count is 5
   expect_names(run_rejected<float>(options, 100, 100), "ring_depth");
 }
 
@@ -279,11 +279,67 @@ TEST(PipelineCaptureValidation, RecordingCannotBeCapturedAndSaysWhatToUseInstead
   EXPECT_NE(message.find("Pipeline::run"), std::string::npos) << message;
 }
 
-TEST(PipelinePlan, DefaultsAreFourStreamsAndOneSlotPerStream) {
+TEST(PipelinePlan, DefaultsAreFiveStreamsByStageAndOneSlotPerStream) {
   const auto plan = make_plan(fake_run(1000, sizeof(float), 1000, sizeof(float)), {});
-  EXPECT_EQ(plan.streams, 4U);
-  EXPECT_EQ(plan.ring_depth, 4U);
+  EXPECT_EQ(plan.order, overlap::issue_order::stage_streams);
+  EXPECT_EQ(plan.streams, 5U);
+  EXPECT_EQ(plan.ring_depth, 5U);
   EXPECT_EQ(plan.output_elements, 1000U);
+}
+
+// The plan of 128 MiB of floats each way.
+overlap::cuda::detail::plan plan_of_128_mib(const pipeline_options& options) {
+  const std::size_t elements = 128 * MiB / sizeof(float);
+  return make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), options);
+}
+
+// Which streams each way of asking gets, and the chunk rule that goes with it.
+TEST(PipelinePlan, StreamsGoRoundRobinWhenGivenOrAskedForAndByStageOtherwise) {
+  using overlap::issue_order;
+  using overlap::cuda::stream_assignment;
+  struct expectation {
+    std::optional<unsigned> streams;
+    stream_assignment assignment;
+    issue_order order;
+    unsigned planned_streams;
+    std::size_t chunk_bytes;  // 1/64 of the data round-robin, 1/32 by stage
+  };
+  const expectation cases[] = {
+      {std::nullopt, stream_assignment::automatic, issue_order::stage_streams, 5U, 4 * MiB},
+      {4U, stream_assignment::automatic, issue_order::depth_first, 4U, 2 * MiB},
+      {std::nullopt, stream_assignment::round_robin, issue_order::depth_first, 4U, 2 * MiB},
+      {3U, stream_assignment::per_stage, issue_order::stage_streams, 3U, 4 * MiB},
+  };
+  for (const expectation& c : cases) {
+    pipeline_options options;
+    options.streams = c.streams;
+    options.assignment = c.assignment;
+    const auto plan = plan_of_128_mib(options);
+    EXPECT_EQ(plan.order, c.order) << overlap::to_string(c.order);
+    EXPECT_EQ(plan.streams, c.planned_streams) << overlap::to_string(c.order);
+    EXPECT_EQ(plan.ring_depth, c.planned_streams) << overlap::to_string(c.order);
+    EXPECT_EQ(plan.chunk_input_elements * sizeof(float), c.chunk_bytes) << overlap::to_string(c.order);
+  }
+}
+
+TEST(PipelinePlan, PerStageNeedsThreeStreamsAndSaysWhy) {
+  pipeline_options options;
+  options.assignment = overlap::cuda::stream_assignment::per_stage;
+  options.streams = 2U;
+  const std::string message = run_rejected<float>(options, 100, 100);
+  expect_names(message, "streams");
+  EXPECT_NE(message.find("expected >= 3"), std::string::npos) << message;
+}
+
+TEST(PipelinePlan, PageableDataThatMayBeStagedKeepsRoundRobinStreams) {
+  for (const auto policy :
+       {overlap::cuda::pageable_memory::stage, overlap::cuda::pageable_memory::automatic}) {
+    pipeline_options options;
+    options.pageable = policy;
+    const auto plan = make_plan(fake_run(1000, sizeof(float), 1000, sizeof(float)), options);
+    EXPECT_EQ(plan.order, overlap::issue_order::depth_first);
+    EXPECT_EQ(plan.streams, 4U);
+  }
 }
 
 TEST(PipelinePlan, AutomaticChunkClampsToOneMiBForSmallInputs) {
@@ -293,18 +349,23 @@ TEST(PipelinePlan, AutomaticChunkClampsToOneMiBForSmallInputs) {
   EXPECT_EQ(plan.chunks, 1U);
 }
 
-TEST(PipelinePlan, AutomaticChunkIsOneSixtyFourthInTheMiddle) {
+TEST(PipelinePlan, AutomaticChunkIsOneThirtySecondInTheMiddle) {
   const std::size_t elements = 128 * MiB / sizeof(float);
   const auto plan = make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), {});
-  EXPECT_EQ(plan.chunk_input_elements * sizeof(float), 2 * MiB);
-  EXPECT_EQ(plan.chunks, 64U);
+  EXPECT_EQ(plan.chunk_input_elements * sizeof(float), 4 * MiB);
+  EXPECT_EQ(plan.chunks, 32U);
 }
 
-TEST(PipelinePlan, AutomaticChunkClampsToSixteenMiBForLargeInputs) {
+TEST(PipelinePlan, AutomaticChunkClampsToEightMiBForLargeInputs) {
   const std::size_t elements = 4096 * MiB / sizeof(double);
   const auto plan = make_plan(fake_run(elements, sizeof(double), elements, sizeof(double)), {});
-  EXPECT_EQ(plan.chunk_input_elements * sizeof(double), 16 * MiB);
-  EXPECT_EQ(plan.chunks, 256U);
+  EXPECT_EQ(plan.chunk_input_elements * sizeof(double), 8 * MiB);
+  EXPECT_EQ(plan.chunks, 512U);
+  pipeline_options round_robin;
+  round_robin.streams = 4U;
+  const auto rr = make_plan(fake_run(elements, sizeof(double), elements, sizeof(double)), round_robin);
+  EXPECT_EQ(rr.chunk_input_elements * sizeof(double), 16 * MiB);
+  EXPECT_EQ(rr.chunks, 256U);
 }
 
 TEST(PipelinePlan, ExplicitChunkWithARemainderRoundsTheChunkCountUp) {
@@ -364,9 +425,9 @@ TEST(PipelinePlan, AutomaticChunkIsAMultipleOfTheRatio) {
 TEST(PipelinePlan, BudgetShrinksTheAutomaticChunkSoTheRingFits) {
   const std::size_t elements = 256 * MiB / sizeof(float);
   pipeline_options options;
-  options.device_budget_bytes = 16 * MiB;
+  options.device_budget_bytes = 20 * MiB;
   const auto plan = make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), options);
-  // 4 slots of (chunk in + chunk out) within 16 MiB: 2 MiB chunks instead of 4 MiB.
+  // 5 slots of (chunk in + chunk out) within 20 MiB: 2 MiB chunks instead of 8 MiB.
   EXPECT_EQ(plan.chunk_input_elements * sizeof(float), 2 * MiB);
   EXPECT_EQ(plan.chunks, 128U);
 }
@@ -408,7 +469,7 @@ TEST(PipelinePlan, LargeBudgetLeavesTheAutomaticChunkAlone) {
   pipeline_options options;
   options.device_budget_bytes = 1024 * MiB;
   const auto plan = make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), options);
-  EXPECT_EQ(plan.chunk_input_elements * sizeof(float), 2 * MiB);
+  EXPECT_EQ(plan.chunk_input_elements * sizeof(float), 4 * MiB);
 }
 
 TEST(PipelinePlan, ExplicitChunkWithinTheBudgetIsKept) {
@@ -460,22 +521,24 @@ namespace {
 // The Program a Pipeline issues is race-free by construction; the checker
 // agrees over the ring shapes the Pipeline uses (slots handed between streams).
 TEST(PipelineProgramCheck, ThePipelinesProgramsAreRaceFree) {
-  for (unsigned streams = 1; streams <= 5; ++streams) {
-    for (unsigned extra = 0; extra <= 3; ++extra) {
-      overlap::PipelineShape shape;
-      shape.chunks = 13;
-      shape.streams = streams;
-      shape.ring_depth = streams + extra;
-      shape.kind = overlap::stream_kind::non_blocking;
-      shape.h2d_bytes = 1000;
-      shape.h2d_chunk_bytes = 80;
-      shape.d2h_bytes = 500;
-      shape.d2h_chunk_bytes = 40;
-      shape.kernel_time = 0.0;
-      EXPECT_NO_THROW(overlap::check::require_race_free(overlap::make_pipeline_program(shape)))
-          << streams << " streams, ring " << streams + extra;
+  for (const auto order : {overlap::issue_order::depth_first, overlap::issue_order::stage_streams})
+    for (unsigned streams = order == overlap::issue_order::stage_streams ? 3 : 1; streams <= 5; ++streams) {
+      for (unsigned extra = 0; extra <= 3; ++extra) {
+        overlap::PipelineShape shape;
+        shape.order = order;
+        shape.chunks = 13;
+        shape.streams = streams;
+        shape.ring_depth = streams + extra;
+        shape.kind = overlap::stream_kind::non_blocking;
+        shape.h2d_bytes = 1000;
+        shape.h2d_chunk_bytes = 80;
+        shape.d2h_bytes = 500;
+        shape.d2h_chunk_bytes = 40;
+        shape.kernel_time = 0.0;
+        EXPECT_NO_THROW(overlap::check::require_race_free(overlap::make_pipeline_program(shape)))
+            << overlap::to_string(order) << ", " << streams << " streams, ring " << streams + extra;
+      }
     }
-  }
 }
 
 }  // namespace
@@ -558,8 +621,8 @@ TEST(PipelinePlannedChunking, FixedFractionIsTheDefaultAndAModelAloneChangesNoth
   defaults.model = overlap::DeviceModel::preset("h100");
   EXPECT_EQ(defaults.chunking, overlap::cuda::automatic_chunking::fixed_fraction);
   const auto plan_default = make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), defaults);
-  EXPECT_EQ(plan_default.chunk_input_elements * sizeof(float), 2 * MiB);
-  EXPECT_EQ(plan_default.streams, 4U);
+  EXPECT_EQ(plan_default.chunk_input_elements * sizeof(float), 4 * MiB);
+  EXPECT_EQ(plan_default.streams, 5U);
 }
 
 TEST(PipelinePlannedChunking, FixedFractionAndNoModelKeepTheOldRule) {
@@ -568,8 +631,8 @@ TEST(PipelinePlannedChunking, FixedFractionAndNoModelKeepTheOldRule) {
   fixed.model = overlap::DeviceModel::preset("h100");
   fixed.chunking = overlap::cuda::automatic_chunking::fixed_fraction;
   const auto plan = make_plan(fake_run(elements, sizeof(float), elements, sizeof(float)), fixed);
-  EXPECT_EQ(plan.chunk_input_elements * sizeof(float), 2 * MiB);  // 1/64
-  EXPECT_EQ(plan.streams, 4U);
+  EXPECT_EQ(plan.chunk_input_elements * sizeof(float), 4 * MiB);  // 1/32, per stage
+  EXPECT_EQ(plan.streams, 5U);
 }
 
 TEST(PipelinePlannedChunking, ChunksKeepWholeOutputsAtARatio) {

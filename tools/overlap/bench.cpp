@@ -268,10 +268,10 @@ std::string workload_text(const workload_result& w) {
   const variant_result& default_pipeline = required(w, variant_kind::pipeline_default);
   const variant_result& two = required(w, variant_kind::two_stream);
   text += fmt::format(
-      "  default Pipeline (chunk {} x {} streams) vs hand-written 2 streams: {:.3f} ms vs {:.3f} ms = "
+      "  default Pipeline (chunk {} x {} streams{}) vs hand-written 2 streams: {:.3f} ms vs {:.3f} ms = "
       "{:.3f}x\n",
       bench::format_bytes(default_pipeline.chunk_bytes), default_pipeline.streams,
-      default_pipeline.device_ms.median, two.device_ms.median,
+      default_pipeline.per_stage ? " by stage" : "", default_pipeline.device_ms.median, two.device_ms.median,
       ratio(default_pipeline.device_ms.median, two.device_ms.median));
   text += host_cost_text(w);
   if (w.best_again && w.best_recorded) {
@@ -309,6 +309,7 @@ json row_json(const variant_result& v, double floor_time, double sequential_ms) 
               {"kind", bench::to_string(v.kind)},
               {"chunk_bytes", v.chunk_bytes},
               {"streams", v.streams},
+              {"streams_by", v.per_stage ? "stage" : "chunk"},
               {"chunks", v.chunks},
               {"median_ms", v.device_ms.median},
               {"min_ms", v.device_ms.min},

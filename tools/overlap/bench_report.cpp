@@ -30,12 +30,13 @@ io::HtmlChart sweep_chart(const workload_result& w) {
   chart.x_label = "chunk size (input bytes per chunk; log scale)";
   chart.y_label = "ms";
   chart.log_x = true;
-  std::map<unsigned, io::HtmlChart::Series> by_streams;
+  std::map<std::pair<bool, unsigned>, io::HtmlChart::Series> by_streams;  // round-robin first
   std::map<std::size_t, std::string> sizes;
   for (const variant_result& v : w.variants) {
     if (v.kind != variant_kind::pipeline) continue;
-    io::HtmlChart::Series& s = by_streams[v.streams];
-    s.name = fmt::format("{} streams", v.streams);
+    io::HtmlChart::Series& s = by_streams[{v.per_stage, v.streams}];
+    s.name =
+        v.per_stage ? fmt::format("{} streams by stage", v.streams) : fmt::format("{} streams", v.streams);
     s.points.emplace_back(static_cast<double>(v.chunk_bytes), v.device_ms.median);
     sizes.emplace(v.chunk_bytes, bench::format_bytes(v.chunk_bytes));
   }

@@ -30,6 +30,7 @@ std::string_view order_name(issue_order order) {
     case issue_order::depth_first: return "depth-first";
     case issue_order::breadth_first: return "breadth-first";
     case issue_order::stage_first: return "stage-first";
+    case issue_order::stage_streams: return "stage-streams";
   }
   return "depth-first";
 }

@@ -193,7 +193,10 @@ struct variant_result {
   std::optional<stats> host_issue_ms;
   std::optional<stats> host_issue_per_chunk_us;  ///< host_issue_ms per chunk, in us
   std::size_t device_bytes = 0;                  ///< Pipeline only: its ring's device memory
-  bool verified = false;                         ///< every element of every run (warm-up too) checked
+  /// Streams by stage (one upload, kernel streams, one download:
+  /// cuda::stream_assignment::per_stage) rather than chunk by chunk.
+  bool per_stage = false;
+  bool verified = false;  ///< every element of every run (warm-up too) checked
 };
 
 /// Everything measured for one workload.

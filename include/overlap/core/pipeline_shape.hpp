@@ -3,10 +3,11 @@
 // The shape every seed draws: data split into chunks, each chunk copied in,
 // processed and copied out on one of N streams (chunk c on stream c mod N),
 // issued depth-first (chunk by chunk) or breadth-first (stage by stage within
-// each round of N chunks). Stage costs are totals for the whole data, split
-// evenly over the chunks (bytes with the remainder on the first chunks), or
-// in proportion to each chunk's bytes under a chunk schedule; a kernel may
-// instead be priced per chunk by a KernelCost curve.
+// each round of N chunks), or with one stream per stage (stage_streams).
+// Stage costs are totals for the whole data, split evenly over the chunks
+// (bytes with the remainder on the first chunks), or in proportion to each
+// chunk's bytes under a chunk schedule; a kernel may instead be priced per
+// chunk by a KernelCost curve.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,15 @@ enum class issue_order : std::uint8_t {
   /// kernel, then every D2H. Each chunk keeps its own device slot until its
   /// D2H, so the ring holds every chunk (ring_depth 0 or >= chunks).
   stage_first,
+  /// One stream per stage: every H2D on an upload stream, the kernels
+  /// round-robin over `streams - 2` kernel streams, every D2H on a download
+  /// stream, chunk by chunk, with events handing each chunk on ("slotK_in",
+  /// "slotK_out") and its slot back ("slotK_free"). Each copy engine then
+  /// takes its copies from one stream, back to back, and never waits for
+  /// another engine between them (bench/RESULTS.md, issue 11, part 5: 1-3%
+  /// faster than depth-first on an H100 when the copies bound the run).
+  /// Needs streams >= 3.
+  stage_streams,
 };
 
 /// A chunked pipeline, described by its totals.
@@ -77,7 +87,8 @@ struct PipelineShape {
   std::string name;              ///< the Program's name
 };
 
-/// Parses "depth"/"depth-first"/"breadth"/"breadth-first"/"stage"/"stage-first"; throws invalid_input.
+/// Parses "depth"/"depth-first"/"breadth"/"breadth-first"/"stage"/"stage-first"/"stage-streams"; throws
+/// invalid_input.
 [[nodiscard]] issue_order parse_issue_order(std::string_view text);
 [[nodiscard]] std::string_view to_string(issue_order order) noexcept;
 

@@ -1,15 +1,17 @@
 // overlap::cuda::Pipeline: chunked H2D -> stage -> D2H, overlapped across streams.
 //
-// The host input is cut into chunks; chunk c is copied into a device ring
-// slot on stream c mod S, the user's stage launches its kernel on that
-// stream, and the result is copied back. The device footprint is the ring
+// The host input is cut into chunks; each chunk is copied into a device ring
+// slot, the user's stage launches its kernel on the stream it is given, and
+// the result is copied back: by default every upload on one stream, the
+// kernels over three and every download on one (stream_assignment), or
+// chunk c's three ops on stream c mod S. The device footprint is the ring
 // (depth x chunk), not the data, so data far larger than the GPU streams
 // through. The run is described as an overlap::Program first (the same value
 // the simulator, checker and exporters take), then issued op by op; or
 // captured once into a CUDA graph (Pipeline::capture) and replayed with one
 // launch, when the same buffers are run again and again.
 //
-//   overlap::cuda::Pipeline<float, float> pipeline;            // automatic chunking, 4 streams
+//   overlap::cuda::Pipeline<float, float> pipeline;            // automatic chunking and streams
 //   pipeline.run(input, output, [](auto in, auto out, overlap::cuda::stream_view s, std::size_t) {
 //     axpb<<<blocks(in.size()), 256, 0, s.get()>>>(in.data(), out.data(), in.size());
 //   });
@@ -27,6 +29,7 @@
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/error.hpp"
 #include "overlap/core/kernel_cost.hpp"
+#include "overlap/core/pipeline_shape.hpp"
 #include "overlap/core/program.hpp"
 #include "overlap/core/timeline.hpp"
 #include "overlap/cuda/device_models.hpp"
@@ -89,9 +92,10 @@ struct output_ratio {
 /// How automatic chunking decides the chunk size (and, when not given, the
 /// stream count).
 enum class automatic_chunking {
-  /// 1/64 of the input clamped to [1 MiB, 16 MiB] and the budget, on 4
-  /// streams: the default, the better of the two measured on an H100 with
-  /// the built-in model (bench/RESULTS.md, issue 11).
+  /// Per stage (stream_assignment::per_stage): 1/32 of the input clamped to
+  /// [1 MiB, 8 MiB] and the budget, on 5 streams; round-robin: 1/64 clamped
+  /// to [1 MiB, 16 MiB], on 4 streams. The default, the better of the two
+  /// measured on an H100 with the built-in model (bench/RESULTS.md, issue 11).
   fixed_fraction,
   /// overlap::sim::plan on a device model: the options' model (e.g. probed),
   /// else the one model_source names (the GPU's built-in model, or its
@@ -110,6 +114,25 @@ enum class device_model_source {
   /// driver (overlap/core/model_cache.hpp): run() throws invalid_input
   /// naming the file and the command when there is none.
   cached_probe,
+};
+
+/// How a run's ops map onto its streams.
+enum class stream_assignment {
+  /// per_stage, unless `streams` is given, the planner decides the chunking
+  /// (it searches round-robin issue) or pageable data may be staged (staged
+  /// runs go through a Feed's slots): round_robin then.
+  automatic,
+  /// Chunk c's H2D, stage and D2H on stream c mod `streams`, chunk by chunk:
+  /// the seeds' pattern.
+  round_robin,
+  /// Every H2D on one upload stream, the stage round-robin over
+  /// `streams - 2` kernel streams (automatic: 5 streams, 3 for kernels, so
+  /// that chunks' kernels still overlap), every D2H on one download stream,
+  /// with events between (issue_order::stage_streams). Each copy engine then
+  /// takes its copies back to back from one stream: 1-3% faster than
+  /// round_robin on an H100 when the copies bound the run (bench/RESULTS.md,
+  /// issue 11, part 5). Needs streams >= 3.
+  per_stage,
 };
 
 /// Whether a run times the stage to learn what it costs by chunk size.
@@ -138,9 +161,13 @@ struct pipeline_options {
   /// the last), adding up to the input's bytes. Not with chunk_bytes. Each
   /// device slot is sized for the largest chunk.
   std::vector<std::size_t> chunk_schedule;
-  /// Streams the chunks round-robin over (>= 1). Automatic: 4 (enough for
-  /// H2D, kernel and D2H of three chunks at once), or the planner's choice.
+  /// Streams the chunks round-robin over (>= 1), or under per_stage the
+  /// upload, kernel and download streams together (>= 3). Automatic: 5 per
+  /// stage; 4 round-robin (enough for H2D, kernel and D2H of three chunks at
+  /// once), or the planner's choice.
   std::optional<unsigned> streams;
+  /// How the ops map onto the streams.
+  stream_assignment assignment = stream_assignment::automatic;
   /// How automatic chunking decides (ignored when chunk_bytes is given).
   automatic_chunking chunking = automatic_chunking::fixed_fraction;
   /// The device model automatic chunking plans on (e.g. a file from
@@ -179,7 +206,9 @@ struct run_report {
   std::vector<std::size_t> chunk_schedule;
   /// The stage's fitted cost, when calibrated (stage_calibration::on).
   std::optional<KernelFit> stage_cost;
-  unsigned streams = 0;                ///< streams the chunks went round-robin over
+  unsigned streams = 0;  ///< streams the run used (see stream_assignment)
+  /// How the ops went onto the streams: round_robin or per_stage.
+  stream_assignment assignment = stream_assignment::round_robin;
   unsigned ring_depth = 0;             ///< device chunk slots in the ring
   std::size_t device_bytes = 0;        ///< device memory held by the ring
   double host_issue_ms = 0.0;          ///< host time spent issuing every op
@@ -230,6 +259,8 @@ struct plan {
   std::size_t output_elements = 0;  ///< output elements the run writes (input x ratio)
   unsigned streams = 0;
   unsigned ring_depth = 0;
+  /// depth_first (round-robin streams) or stage_streams (per_stage).
+  issue_order order = issue_order::depth_first;
 };
 
 /// Throws invalid_input naming "input" or "output" when its span is null
