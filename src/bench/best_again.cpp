@@ -14,32 +14,21 @@ namespace overlap::bench::detail {
 // chunk in its own part of the whole-size device buffers: the runtime's
 // own host cost for these calls, with no Pipeline around them. Per stage,
 // uploads go on the first stream, kernels over the middle ones and
-// downloads on the last, each handed on with an event (a wait takes the
-// event's latest record when it is issued, so two events serve every chunk).
+// downloads on the last, each handed on with one of the two events.
 run_info workload_bench::chunk_loop(std::vector<cuda::stream>& streams, std::size_t chunk_bytes,
-                                    bool per_stage, std::vector<cuda::event>& hand_over) {
+                                    bool per_stage, hand_over_events& hand_over) {
   const std::size_t chunk = chunk_bytes / sizeof(float);
   const std::size_t chunks = (elements_ + chunk - 1) / chunk;
   const auto started = host_clock::now();
   for (std::size_t c = 0; c < chunks; ++c) {
     const std::size_t offset = c * chunk;
     const std::size_t count = std::min(chunk, elements_ - offset);
-    if (!per_stage) {
-      issue_chunk(offset, count, streams[c % streams.size()], {"bare loop H2D", "bare loop D2H"});
-      continue;
-    }
-    const cuda::stream_view up = streams.front();
-    const cuda::stream_view kernel = streams[1 + c % (streams.size() - 2)];
-    const cuda::stream_view down = streams.back();
-    copy(d_in_.data() + offset, in_.data() + offset, count * sizeof(float), cudaMemcpyHostToDevice, up,
-         "bare loop H2D");
-    hand_over[0].record(up);
-    hand_over[0].wait_on(kernel);
-    launch(d_in_.data() + offset, d_out_.data() + offset, count, kernel.get());
-    hand_over[1].record(kernel);
-    hand_over[1].wait_on(down);
-    copy(out_.data() + offset, d_out_.data() + offset, count * sizeof(float), cudaMemcpyDeviceToHost, down,
-         "bare loop D2H");
+    const cuda::stream_view own = streams[c % streams.size()];
+    const chunk_streams on = per_stage
+                                 ? chunk_streams{streams.front(), streams[1 + c % (streams.size() - 2)],
+                                                 streams.back(), &hand_over.uploaded, &hand_over.computed}
+                                 : chunk_streams{own, own, own};
+    issue_chunk(offset, count, on, {"bare loop H2D", "bare loop D2H"});
   }
   run_info info;
   info.host_issue_ms = milliseconds_since(started);
@@ -86,9 +75,7 @@ void workload_bench::measure_best_again(workload_result& result) {
   for (unsigned i = 0; i < best.streams; ++i) {
     loop_streams.emplace_back(cuda::stream::options{cuda::stream_sync::non_blocking, 0});
   }
-  std::vector<cuda::event> hand_over;
-  hand_over.emplace_back(cuda::event_timing::disabled);
-  hand_over.emplace_back(cuda::event_timing::disabled);
+  hand_over_events hand_over;
   const runner loop = [this, &loop_streams, &best, &hand_over](const cuda::event&) {
     return chunk_loop(loop_streams, best.chunk_bytes, best.per_stage, hand_over);
   };

@@ -63,13 +63,22 @@ void workload_bench::launch(const float* in, float* out, std::size_t n, cudaStre
 }
 
 // `count` elements from `offset` the seeds' way, all on `s`: H2D, the
-// kernel, D2H, in the whole-size device buffers.
-void workload_bench::issue_chunk(std::size_t offset, std::size_t count, cuda::stream_view s,
+// kernel, D2H, in the whole-size device buffers; on one stream, or handed
+// from stream to stream with events (a wait takes the event's latest record
+// when it is issued, so one event per hand-over serves every chunk).
+void workload_bench::issue_chunk(std::size_t offset, std::size_t count, const chunk_streams& on,
                                  copy_labels labels) {
-  copy(d_in_.data() + offset, in_.data() + offset, count * sizeof(float), cudaMemcpyHostToDevice, s,
+  const auto hand_on = [](cuda::stream_view from, cuda::stream_view to, cuda::event* e) {
+    if (from == to) return;
+    e->record(from);
+    e->wait_on(to);
+  };
+  copy(d_in_.data() + offset, in_.data() + offset, count * sizeof(float), cudaMemcpyHostToDevice, on.up,
        labels.h2d);
-  launch(d_in_.data() + offset, d_out_.data() + offset, count, s.get());
-  copy(out_.data() + offset, d_out_.data() + offset, count * sizeof(float), cudaMemcpyDeviceToHost, s,
+  hand_on(on.up, on.kernel, on.uploaded);
+  launch(d_in_.data() + offset, d_out_.data() + offset, count, on.kernel.get());
+  hand_on(on.kernel, on.down, on.computed);
+  copy(out_.data() + offset, d_out_.data() + offset, count * sizeof(float), cudaMemcpyDeviceToHost, on.down,
        labels.d2h);
 }
 

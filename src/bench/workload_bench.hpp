@@ -52,7 +52,19 @@ class workload_bench {
   static void copy(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind, cuda::stream_view s,
                    const char* what);
   void launch(const float* in, float* out, std::size_t n, cudaStream_t stream) const;
-  void issue_chunk(std::size_t offset, std::size_t count, cuda::stream_view s, copy_labels labels);
+  /// Where a chunk's H2D, kernel and D2H go, and the events that hand the
+  /// chunk from one stream to the next (used only where the streams differ).
+  struct chunk_streams {
+    cuda::stream_view up;
+    cuda::stream_view kernel;
+    cuda::stream_view down;
+    cuda::event* uploaded = nullptr;
+    cuda::event* computed = nullptr;
+  };
+  void issue_chunk(std::size_t offset, std::size_t count, const chunk_streams& on, copy_labels labels);
+  void issue_chunk(std::size_t offset, std::size_t count, cuda::stream_view s, copy_labels labels) {
+    issue_chunk(offset, count, chunk_streams{s, s, s}, labels);
+  }
   void evict_from_host_caches(float* host, std::size_t bytes);
   void poison();
   void verify(const std::string& variant, unsigned run) const;
@@ -70,8 +82,13 @@ class workload_bench {
   runner pipeline_runner(pipeline& p);
   variant_result measure_pipeline(variant_kind kind, std::string name, const cuda::pipeline_options& options);
   void measure_pipelines(workload_result& result);
+  /// The two events a per-stage chunk_loop hands every chunk on with.
+  struct hand_over_events {
+    cuda::event uploaded{cuda::event_timing::disabled};
+    cuda::event computed{cuda::event_timing::disabled};
+  };
   run_info chunk_loop(std::vector<cuda::stream>& streams, std::size_t chunk_bytes, bool per_stage,
-                      std::vector<cuda::event>& hand_over);
+                      hand_over_events& hand_over);
   void measure_best_again(workload_result& result);
 
   const workload_config& workload_;

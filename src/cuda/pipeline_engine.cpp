@@ -44,7 +44,7 @@ run_report pipeline_engine::run(const erased_run& r, const pipeline_options& opt
   if (r.input_elements == 0) return settled.report;
   if (path == host_path::staged) return run_staged(r, settled, options, stage, res);
 
-  res.prepare(p, p.chunk_input_elements * r.input_element_bytes,
+  res.prepare(p, settled.report.program, p.chunk_input_elements * r.input_element_bytes,
               p.chunk_output_elements * r.output_element_bytes);
   const bool record = options.record == recording::on;
   // t0, then a start and an end event for each of a chunk's 3 ops.

@@ -78,7 +78,7 @@ pipeline_graph capture_pipeline(const erased_run& r, const pipeline_options& opt
   g->captured = std::move(settled.report);
   run_report& report = g->captured;
   if (r.input_elements == 0) return pipeline_graph(std::move(g));  // replays nothing
-  g->resources.prepare(p, p.chunk_input_elements * r.input_element_bytes,
+  g->resources.prepare(p, report.program, p.chunk_input_elements * r.input_element_bytes,
                        p.chunk_output_elements * r.output_element_bytes);
   report.device_bytes = g->resources.ring_bytes();
 

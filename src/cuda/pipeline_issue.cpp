@@ -140,12 +140,10 @@ double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-void pipeline_resources::prepare(const plan& p, std::size_t in_bytes, std::size_t out_bytes) {
+void pipeline_resources::prepare(const plan& p, const Program& program, std::size_t in_bytes,
+                                 std::size_t out_bytes) {
   while (streams.size() < p.streams) streams.emplace_back(stream::options{stream_sync::non_blocking, 0});
-  // Round-robin runs hand slots over with one event each; per stage, each
-  // slot also has its "in" and "out" events (make_pipeline_program).
-  const std::size_t events = std::size_t{p.ring_depth} * (p.order == issue_order::stage_streams ? 3 : 1);
-  while (slot_free.size() < events) slot_free.emplace_back(event_timing::disabled);
+  while (events.size() < program.events().size()) events.emplace_back(event_timing::disabled);
   if (slots_in.size() != p.ring_depth || slot_in_bytes < in_bytes || slot_out_bytes < out_bytes) {
     slots_in.clear();
     slots_out.clear();
@@ -193,11 +191,11 @@ void issuer::issue(const Program& program, pipeline_resources& res) {
     if (op.kind == op_kind::device_synchronize) break;  // the caller drains or joins every stream
     const stream_view s = res.streams[*op.stream].view();
     if (op.kind == op_kind::event_record) {
-      res.slot_free[*op.event].record(s);
+      res.events[*op.event].record(s);
       continue;
     }
     if (op.kind == op_kind::stream_wait_event) {
-      res.slot_free[*op.event].wait_on(s);
+      res.events[*op.event].wait_on(s);
       continue;
     }
     if (timed) res.timing[next_timing++].record(s);

@@ -68,7 +68,7 @@ struct pipeline_resources {
   pipeline_resources& operator=(pipeline_resources&&) = delete;
 
   std::vector<stream> streams;
-  std::vector<event> slot_free;  ///< the Program's events, by event id
+  std::vector<event> events;  ///< the Program's events (slot hand-overs), by event id
   std::vector<device_buffer<std::byte>> slots_in;
   std::vector<device_buffer<std::byte>> slots_out;
   std::size_t slot_in_bytes = 0;
@@ -90,8 +90,8 @@ struct pipeline_resources {
   /// The feed and host copiers of staged runs, made by the first one.
   std::unique_ptr<staging_resources> staging;
 
-  /// Keeps what fits the plan, rebuilds the rest.
-  void prepare(const plan& p, std::size_t in_bytes, std::size_t out_bytes);
+  /// Keeps what fits the plan and the Program's events, rebuilds the rest.
+  void prepare(const plan& p, const Program& program, std::size_t in_bytes, std::size_t out_bytes);
   /// At least `count` timing events.
   void reserve_timing(std::size_t count);
   /// The device bytes the ring holds.
