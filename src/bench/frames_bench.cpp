@@ -2,7 +2,7 @@
 // of 4 MiB through y = 2x + 1, as the tutorial writes it (two streams, two
 // buffers, a stream synchronize before each buffer's reuse), as the best
 // hand-written loop we found writes it (the default Feed's slot count on one
-// host thread), and through cuda::Feed with default and given slot counts,
+// host thread, streams by stage), and through cuda::Feed with default and given slot counts,
 // against the copy rate at
 // the frame size measured in the same run (every frame H2D on one stream and
 // D2H on another, at once). Then Feeds whose producer spends a fixed host
@@ -78,10 +78,7 @@ class frames_bench {
         tuned_out_(tuned_slots_ * n_),
         tuned_d_in_(tuned_slots_ * n_, up_),
         tuned_d_out_(tuned_slots_ * n_, up_) {
-    for (unsigned s = 0; s < tuned_slots_; ++s) {
-      tuned_streams_.emplace_back(cuda::stream::options{cuda::stream_sync::non_blocking, 0});
-      tuned_ready_.emplace_back(cuda::event_timing::disabled, cuda::event_wait::block);
-    }
+    tuned_.resize(tuned_slots_);
     up_.synchronize();  // the device buffers were allocated in stream order
     fill_random(ping_in_.span(), config.seed ^ 0xF4A3E5ULL, -1000.0F, 1000.0F);
     fill_random(tuned_in_.span(), config.seed ^ 0x7A11EDULL, -1000.0F, 1000.0F);
@@ -210,13 +207,15 @@ class frames_bench {
   }
 
   // The best hand-written loop found for this work (bench/RESULTS.md, issue
-  // 12 part 3): the default Feed's slot count, one host thread, frame k on
-  // slot k mod N's stream (H2D, kernel, D2H), and frame k's D2H issued once
-  // the host has seen frame k - N's done: the copies of N frames in flight
-  // and no thread hand-off. The outputs of the last N frames are checked
-  // after every run.
+  // 12 part 4): the default Feed's slot count, one host thread, streams by
+  // stage (every upload on one stream, every kernel on a second, every
+  // download on a third, events between), and frame k's D2H issued once the
+  // host has seen frame k - N's done, as a consumer of slot k mod N must;
+  // the host also waits for frame k - N's upload before reusing its input,
+  // as a producer must. Its waits spin: the lowest latency, a core busy.
+  // The outputs of the last N frames are checked after every run.
   row_spec hand_tuned_row() {
-    const std::string name = fmt::format("hand-tuned: {} slots, one thread", tuned_slots_);
+    const std::string name = fmt::format("hand-tuned: {} slots by stage, one thread", tuned_slots_);
     announce_(name);
     row_hooks hooks;
     hooks.before = [this] {
@@ -235,23 +234,35 @@ class frames_bench {
     };
     return {variant_kind::hand_tuned_slots, name,
             [this](const cuda::event& start) {
-              for (const cuda::stream& s : tuned_streams_) start.wait_on(s);
+              for (const cuda::stream* s : {&up_, &tuned_kernels_, &down_}) start.wait_on(*s);
               for (std::size_t frame = 0; frame < f_.frames; ++frame) {
                 const std::size_t slot = frame % tuned_slots_;
-                const cuda::stream& s = tuned_streams_[slot];
                 const std::size_t at = slot * n_;
+                tuned_slot& t = tuned_[slot];
+                const bool reused = frame >= tuned_slots_;
+                if (reused) {
+                  t.uploaded.synchronize();  // frame - N's input was read: the producer may refill it
+                  t.computed.wait_on(up_);   // and its kernel read the device input
+                }
                 cuda::check(cudaMemcpyAsync(tuned_d_in_.data() + at, tuned_in_.data() + at, bytes_,
-                                            cudaMemcpyHostToDevice, s.get()),
+                                            cudaMemcpyHostToDevice, up_.get()),
                             "cudaMemcpyAsync", "hand-tuned H2D");
-                launch_affine(tuned_d_in_.data() + at, tuned_d_out_.data() + at, n_, s.get());
-                if (frame >= tuned_slots_) tuned_ready_[slot].synchronize();  // frame - N's D2H
+                t.uploaded.record(up_);
+                t.uploaded.wait_on(tuned_kernels_);
+                if (reused) t.ready.wait_on(tuned_kernels_);  // frame - N's D2H read the device output
+                launch_affine(tuned_d_in_.data() + at, tuned_d_out_.data() + at, n_, tuned_kernels_.get());
+                t.computed.record(tuned_kernels_);
+                if (reused) t.ready.synchronize();  // the consumer is done with frame - N's output
+                t.computed.wait_on(down_);
                 cuda::check(cudaMemcpyAsync(tuned_out_.data() + at, tuned_d_out_.data() + at, bytes_,
-                                            cudaMemcpyDeviceToHost, s.get()),
+                                            cudaMemcpyDeviceToHost, down_.get()),
                             "cudaMemcpyAsync", "hand-tuned D2H");
-                tuned_ready_[slot].record(s);
+                t.ready.record(down_);
               }
-              for (const cuda::stream& s : tuned_streams_) s.synchronize();
-              return shape(tuned_slots_);
+              for (const cuda::stream* s : {&up_, &tuned_kernels_, &down_}) s->synchronize();
+              run_info info = shape(3);
+              info.per_stage = true;
+              return info;
             },
             hooks};
   }
@@ -329,14 +340,20 @@ class frames_bench {
   cuda::pinned_buffer<float> ping_out_;
   cuda::device_buffer<float> ping_d_in_;
   cuda::device_buffer<float> ping_d_out_;
-  // The hand-tuned loop's slots: a frame's input, output and stream each.
+  // The hand-tuned loop's slots: a frame's input and output each, and the
+  // events between its three streams (up_, tuned_kernels_, down_).
+  struct tuned_slot {
+    cuda::event uploaded;
+    cuda::event computed;
+    cuda::event ready;
+  };
   unsigned tuned_slots_;
   cuda::pinned_buffer<float> tuned_in_;
   cuda::pinned_buffer<float> tuned_out_;
   cuda::device_buffer<float> tuned_d_in_;
   cuda::device_buffer<float> tuned_d_out_;
-  std::vector<cuda::stream> tuned_streams_;
-  std::vector<cuda::event> tuned_ready_;
+  cuda::stream tuned_kernels_{cuda::stream::options{cuda::stream_sync::non_blocking, 0}};
+  std::vector<tuned_slot> tuned_;
   std::vector<std::unique_ptr<frame_feed>> feeds_;
 };
 

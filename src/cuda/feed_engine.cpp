@@ -58,20 +58,27 @@ double ms_between(clock_type::time_point a, clock_type::time_point b) {
 // query first, so that an event already complete costs no sleep; then, for
 // feed_wait::poll, queries with short sleeps, which wake within a few
 // microseconds (with the fine timer slack below), until poll_for has passed,
-// when a late wake-up costs little next to the item; then a blocking-sync
-// wait.
+// and with longer ones after, when a late wake-up costs little next to the
+// item. feed_wait::block waits in the driver (a blocking-sync event).
 constexpr auto poll_every = std::chrono::microseconds(20);
 constexpr auto poll_for = std::chrono::milliseconds(2);
+constexpr auto poll_slowly_every = std::chrono::microseconds(200);
 
 cudaError_t wait_for(const event& e, feed_wait how) {
+  if (how == feed_wait::block) return cudaEventSynchronize(e.get());
   cudaError_t status = cudaEventQuery(e.get());
   const auto until = clock_type::now() + poll_for;
   while (status == cudaErrorNotReady) {
-    if (how == feed_wait::block || clock_type::now() > until) return cudaEventSynchronize(e.get());
-    std::this_thread::sleep_for(poll_every);
+    std::this_thread::sleep_for(clock_type::now() < until ? poll_every : poll_slowly_every);
     status = cudaEventQuery(e.get());
   }
   return status;
+}
+
+// The slots' events: blocking-sync ones only for feed_wait::block, whose
+// threads sleep in the driver; recording them costs the copies time.
+event_wait events_for(feed_wait how) {
+  return how == feed_wait::block ? event_wait::block : event_wait::spin;
 }
 
 // Linux rounds a thread's sleeps up by its timer slack (50 us by default),
@@ -112,25 +119,28 @@ struct slot_graphs {
 /// One slot: pinned input and output, device buffers, its stream and events.
 /// The stream is declared before the device buffers, which are freed on it.
 struct feed_slot {
-  feed_slot(std::size_t in_bytes, std::size_t out_bytes)
+  feed_slot(std::size_t in_bytes, std::size_t out_bytes, feed_wait how)
       : host_in(in_bytes),
         host_out(out_bytes),
         s(stream::options{stream_sync::non_blocking, 0}),
         device_in(in_bytes, s.view()),
-        device_out(out_bytes, s.view()) {}
+        device_out(out_bytes, s.view()),
+        uploaded(event_timing::disabled, events_for(how)),
+        ready(event_timing::disabled, events_for(how)) {}
 
   pinned_buffer<std::byte> host_in;
   pinned_buffer<std::byte> host_out;
   stream s;
   device_buffer<std::byte> device_in;
   device_buffer<std::byte> device_out;
-  event uploaded{event_timing::disabled, event_wait::block};  // the host may refill host_in
-  event ready{event_timing::disabled, event_wait::block};     // host_out holds the item
+  event uploaded;  // the host may refill host_in
+  event ready;     // host_out holds the item
   slot_graphs graphs;
 };
 
 struct feed_resources {
   std::vector<std::unique_ptr<feed_slot>> slots;
+  feed_wait wait = feed_wait::poll;  // what the slots' events were made for
 };
 
 namespace {
@@ -204,6 +214,25 @@ class feed_run {
       fail(0, part, std::current_exception(), true);
     }
   }
+  /// Waits, `lock` held, until `ready()`. With feed_wait::poll the thread
+  /// looks again every poll_every, the lock released between looks, and
+  /// sleeps on the condition variable only once poll_for has passed: a
+  /// thread asleep on it for long wakes late on the lent machine (the
+  /// producer waiting for the consumer, and the caller joining the
+  /// consumer, cost a GPU-bound feed of 4 MiB frames 4% against a loop
+  /// that polls: bench/RESULTS.md, issue 12 part 4).
+  template <typename Ready>
+  void wait_until(std::unique_lock<std::mutex>& lock, Ready&& ready) {
+    if (options_.wait == feed_wait::poll) {
+      const auto until = clock_type::now() + poll_for;
+      while (!ready() && clock_type::now() < until) {
+        lock.unlock();
+        std::this_thread::sleep_for(poll_every);
+        lock.lock();
+      }
+    }
+    changed_.wait(lock, ready);
+  }
   /// Sets a thread's "no more items" flag and wakes the others.
   void mark_done(bool& flag) {
     {
@@ -240,6 +269,7 @@ class feed_run {
   double download_issue_ms_ = 0.0;  // host time issuing downloads, by whichever thread
   bool producing_done_ = false;     // no item after produced_ will come
   bool issuing_done_ = false;       // no stage after staged_ will come
+  bool consuming_done_ = false;     // the consumer's thread is about to end
   bool aborted_ = false;            // the consumer or the device failed: stop everything
   std::exception_ptr error_;        // set: the producer stops
   std::size_t failed_item_ = 0;
@@ -287,7 +317,7 @@ void feed_run::produce() {
     // made while this thread waited ends the run here, before item k.
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      changed_.wait(lock, [&] { return error_ || k < n_ || (uploading_ > k - n_ && consumed_ + n_ >= k); });
+      wait_until(lock, [&] { return error_ || k < n_ || (uploading_ > k - n_ && consumed_ + n_ >= k); });
       if (error_) return;
       if (stop_.load(std::memory_order_relaxed)) {
         stopped_ = true;
@@ -409,7 +439,7 @@ bool feed_run::issue_upload_and_stage(std::size_t k, const item_record& item) {
     // must read device_out before item k's stage writes it: issued by now,
     // or about to be (see issue_downloads).
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return aborted_ || downloading_ + n_ > k; });
+    wait_until(lock, [&] { return aborted_ || downloading_ + n_ > k; });
     if (aborted_) return false;
   }
   feed_slot& slot = *res_.slots[k % n_];
@@ -507,7 +537,7 @@ void feed_run::issue() {
     item_record item;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      changed_.wait(lock, [&] { return aborted_ || produced_ > k || producing_done_; });
+      wait_until(lock, [&] { return aborted_ || produced_ > k || producing_done_; });
       if (aborted_ || produced_ <= k) return;
       item = ring_[k % n_];
     }
@@ -522,7 +552,7 @@ void feed_run::consume() {
       // Item j comes once its download is issued; none comes once the
       // issuer is done and item j's stage was never issued.
       std::unique_lock<std::mutex> lock(mutex_);
-      changed_.wait(lock, [&] { return aborted_ || downloading_ > j || (issuing_done_ && staged_ <= j); });
+      wait_until(lock, [&] { return aborted_ || downloading_ > j || (issuing_done_ && staged_ <= j); });
       if (aborted_ || downloading_ <= j) return;
       item = downloaded_items_[j % n_];
     }
@@ -594,6 +624,7 @@ feed_report feed_run::run() {
       guarded(feed_part::device,
               [device] { check(cudaSetDevice(device), "cudaSetDevice", "the feed's consuming thread"); });
       guarded(feed_part::consumer, [this] { consume(); });
+      mark_done(consuming_done_);
     });
     std::optional<std::jthread> issuer_thread;
     if (dedicated_issuer_) {
@@ -610,6 +641,12 @@ feed_report feed_run::run() {
     guarded(feed_part::producer, [this] { produce(); });
     mark_done(producing_done_);
     if (!dedicated_issuer_) mark_done(issuing_done_);
+    {
+      // Waited for here, where the caller's thread polls, rather than in
+      // the joins, which sleep until the threads have ended.
+      std::unique_lock<std::mutex> lock(mutex_);
+      wait_until(lock, [&] { return consuming_done_ && issuing_done_; });
+    }
   }  // joins the issuer, then the consumer: every issued item is consumed, unless aborted
   // Nothing may still be writing into the slots when run() returns or throws.
   cudaError_t drained = cudaSuccess;
@@ -670,13 +707,21 @@ feed_report feed_engine::run(const feed_layout& layout, const feed_options& opti
     const std::size_t out_elements = check_feed_options(options, layout.input_element_bytes);
     const unsigned slots = options.slots.value_or(default_feed_slots(builtin_model_of_current_device()));
     auto res = std::make_unique<feed_resources>();
+    res->wait = options.wait;
     for (unsigned s = 0; s < slots; ++s) {
       res->slots.push_back(std::make_unique<feed_slot>(layout.slot_elements * layout.input_element_bytes,
-                                                       out_elements * layout.output_element_bytes));
+                                                       out_elements * layout.output_element_bytes,
+                                                       options.wait));
     }
     // The device buffers were allocated in stream order.
     for (const auto& slot : res->slots) slot->s.synchronize();
     resources_ = std::move(res);
+  } else if (resources_->wait != options.wait) {
+    for (const auto& slot : resources_->slots) {
+      slot->uploaded = event(event_timing::disabled, events_for(options.wait));
+      slot->ready = event(event_timing::disabled, events_for(options.wait));
+    }
+    resources_->wait = options.wait;
   }
   feed_run r(layout, options, *resources_, producer, stage, consumer, stop_requested_);
   return r.run();

@@ -1,7 +1,10 @@
 #include "host_copier.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+
+#include "streaming_copy.hpp"
 
 namespace overlap::cuda::detail {
 
@@ -10,9 +13,28 @@ namespace {
 // Below this a piece costs more to hand out than to copy.
 constexpr std::size_t smallest_piece = std::size_t{256} << 10;
 
+// How long a thread looks for its next round, or the caller for the last
+// piece, before it sleeps on a condition variable. A staged Pipeline hands
+// out a round every few hundred microseconds and its pieces end together,
+// so the wait is usually short; a thread that sleeps through it wakes late
+// on the lent machine (tens to hundreds of microseconds: bench/RESULTS.md,
+// issue 12 part 4), which cost each 8 MiB round a good part of its time.
+constexpr auto spin_for = std::chrono::microseconds(200);
+
+// Spins until `done()` or spin_for has passed; true when done.
+template <typename Done>
+bool spin_until(Done&& done) {
+  const auto until = std::chrono::steady_clock::now() + spin_for;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
 }  // namespace
 
-host_copier::host_copier(unsigned threads) {
+host_copier::host_copier(unsigned threads, host_stores stores) : stores_(stores) {
   const unsigned helpers = std::max(threads, 1U) - 1;
   workers_.reserve(helpers);
   for (unsigned i = 0; i < helpers; ++i) workers_.emplace_back([this, i] { work(i + 1); });
@@ -24,7 +46,9 @@ host_copier::~host_copier() {
     stopping_ = true;
   }
   start_.notify_all();
-  // The jthreads join here.
+  // Joined here, while the mutex and condition variables they use still
+  // exist (members are destroyed after the body, workers_ last).
+  workers_.clear();
 }
 
 void host_copier::copy_piece(unsigned index) const {
@@ -32,31 +56,43 @@ void host_copier::copy_piece(unsigned index) const {
   const std::size_t per_piece = (bytes_ + pieces - 1) / pieces;
   const std::size_t begin = std::min(bytes_, index * per_piece);
   const std::size_t end = std::min(bytes_, begin + per_piece);
-  if (begin < end) std::memcpy(to_ + begin, from_ + begin, end - begin);
+  if (begin >= end) return;
+  if (stores_ == host_stores::streaming) {
+    copy_streaming(to_ + begin, from_ + begin, end - begin);
+  } else {
+    std::memcpy(to_ + begin, from_ + begin, end - begin);
+  }
 }
 
 void host_copier::work(unsigned index) {
   std::size_t done_round = 0;
   for (;;) {
+    (void)spin_until([&] { return round_.load(std::memory_order_acquire) != done_round; });
     {
+      // The round's buffers were written under the mutex: read them under it.
       std::unique_lock<std::mutex> lock(mutex_);
-      start_.wait(lock, [&] { return stopping_ || round_ != done_round; });
+      start_.wait(lock, [&] { return stopping_ || round_.load(std::memory_order_relaxed) != done_round; });
       if (stopping_) return;
-      done_round = round_;
+      done_round = round_.load(std::memory_order_relaxed);
     }
     copy_piece(index);
+    bool last = false;
     {
       const std::lock_guard<std::mutex> lock(mutex_);
-      --pieces_left_;
+      last = pieces_left_.fetch_sub(1, std::memory_order_acq_rel) == 1;
     }
-    finished_.notify_one();
+    if (last) finished_.notify_one();
   }
 }
 
 void host_copier::copy(void* to, const void* from, std::size_t bytes) {
   if (bytes == 0) return;
   if (workers_.empty() || bytes < 2 * smallest_piece) {
-    std::memcpy(to, from, bytes);
+    if (stores_ == host_stores::streaming) {
+      copy_streaming(to, from, bytes);
+    } else {
+      std::memcpy(to, from, bytes);
+    }
     return;
   }
   {
@@ -64,13 +100,14 @@ void host_copier::copy(void* to, const void* from, std::size_t bytes) {
     to_ = static_cast<std::byte*>(to);
     from_ = static_cast<const std::byte*>(from);
     bytes_ = bytes;
-    pieces_left_ = static_cast<unsigned>(workers_.size());
-    ++round_;
+    pieces_left_.store(static_cast<unsigned>(workers_.size()), std::memory_order_relaxed);
+    round_.fetch_add(1, std::memory_order_release);
   }
   start_.notify_all();
   copy_piece(0);
+  if (spin_until([&] { return pieces_left_.load(std::memory_order_acquire) == 0; })) return;
   std::unique_lock<std::mutex> lock(mutex_);
-  finished_.wait(lock, [&] { return pieces_left_ == 0; });
+  finished_.wait(lock, [&] { return pieces_left_.load(std::memory_order_relaxed) == 0; });
 }
 
 }  // namespace overlap::cuda::detail

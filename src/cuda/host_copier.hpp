@@ -5,18 +5,24 @@
 // src/cuda.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 namespace overlap::cuda::detail {
 
+/// How a copier writes its destination: through the cache (memcpy), or with
+/// streaming stores (copy_streaming) for destinations nobody reads soon.
+enum class host_stores : std::uint8_t { cached, streaming };
+
 class host_copier {
  public:
   /// `threads` >= 1 copy at once (the caller is one of them).
-  explicit host_copier(unsigned threads);
+  explicit host_copier(unsigned threads, host_stores stores = host_stores::cached);
   ~host_copier();
   host_copier(const host_copier&) = delete;
   host_copier& operator=(const host_copier&) = delete;
@@ -33,16 +39,19 @@ class host_copier {
   void work(unsigned index);
   void copy_piece(unsigned index) const;
 
+  host_stores stores_;
   std::vector<std::jthread> workers_;
   std::mutex mutex_;
   std::condition_variable start_;
   std::condition_variable finished_;
-  // The copy under way, and which round it is (workers take each round once).
+  // The copy under way, and which round it is (workers take each round
+  // once). The atomics are also read without the mutex, by threads that
+  // spin a little before they sleep (host_copier.cpp says why).
   std::byte* to_ = nullptr;
   const std::byte* from_ = nullptr;
   std::size_t bytes_ = 0;
-  std::size_t round_ = 0;
-  unsigned pieces_left_ = 0;
+  std::atomic<std::size_t> round_{0};
+  std::atomic<unsigned> pieces_left_{0};
   bool stopping_ = false;
 };
 

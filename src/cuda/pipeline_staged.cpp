@@ -22,8 +22,18 @@ namespace overlap::cuda::detail {
 
 /// A feed sized for one plan's chunks, and a host copier per direction.
 struct staging_resources {
+  // The input goes into the pinned slots through the cache, where the
+  // upload soon reads it; the results go into the caller's pageable output
+  // with streaming stores, which skip reading memory that is only
+  // overwritten. On the lent H100's host (medians of 5 runs of `overlap
+  // bench --only pageable`): 10.39 ms, against 11.09 with memcpy both ways
+  // and 10.26 streaming both ways; streaming into the slots alone was the
+  // slowest, 11.5 and 14.0 (bench/RESULTS.md, issue 12 part 4).
   staging_resources(std::size_t slot_elements_, unsigned slots_, unsigned threads)
-      : slot_elements(slot_elements_), slots(slots_), in(threads), out(threads) {}
+      : slot_elements(slot_elements_),
+        slots(slots_),
+        in(threads, host_stores::cached),
+        out(threads, host_stores::streaming) {}
 
   std::size_t slot_elements;
   unsigned slots;

@@ -108,7 +108,7 @@ bench::bench_result result_of(Workloads... workloads) {
 /// 10 frames of 4 MiB: frame copies 1.0 ms, the ping-pong 1.10 ms, the
 /// default Feed (4 slots) 1.04 ms (0.9615x the copy rate), 2 slots 1.2 ms,
 /// graphs per slot 1.03 ms (issuing a frame: 12 us direct, 4.5 with graphs),
-/// the hand-tuned loop (3 slots) 1.02 ms;
+/// the hand-tuned loop (3 slots, streams by stage) 1.02 ms;
 /// a 50 us producer at 1.06 ms (floor max(0.5, 1.04) = 1.04) and a 500 us
 /// one at 5.5 ms (floor 5.0), 5.2 ms with a dedicated issuing thread.
 inline bench::feed_result frames_result() {
@@ -127,6 +127,7 @@ inline bench::feed_result frames_result() {
   for (auto& v : f.variants) v.chunks = f.frames;
   f.variants[1].host_issue_per_chunk_us = bench::summarize({11.0, 12.0, 13.5});
   f.variants[3].host_issue_per_chunk_us = bench::summarize({4.0, 4.5, 5.0});
+  f.variants[4].per_stage = true;
   return f;
 }
 
@@ -139,6 +140,7 @@ inline bench::pageable_result pageable_result() {
   p.elements = 64 * MiB;
   p.bytes = 256 * MiB;
   p.copy_gbps = {{4, 15.0}, {8, 26.8}, {16, 24.0}};
+  p.streaming_copy_gbps = {{4, 18.0}, {8, 25.0}};
   p.copy_floor_ms = 20.0;
   p.variants = {row(variant_kind::pageable_naive, 90.0),        row(variant_kind::pageable_registered, 33.0),
                 row(variant_kind::pageable_staged, 22.0),       row(variant_kind::pageable_automatic, 22.2),

@@ -24,9 +24,10 @@ TEST(BenchStreams, FramesTableAndSummary) {
             std::string::npos)
       << text;
   // 1.0 / 1.02 = 0.980x of the copy rate; 1.04 / 1.02 = 1.020x.
-  EXPECT_NE(text.find("the hand-tuned loop (3 slots on one thread) 0.980x of the copy rate; the default Feed "
-                      "takes 1.020x its time"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("the hand-tuned loop (streams by stage, one thread) 0.980x of the copy rate; the default "
+                "Feed takes 1.020x its time"),
+      std::string::npos)
       << text;
   EXPECT_NE(
       text.find("host time issuing a frame: 12.0 us with runtime calls, 4.5 us replaying a graph per slot"),
@@ -39,18 +40,36 @@ TEST(BenchStreams, FramesTableAndSummary) {
       << text;
 }
 
+TEST(BenchStreams, AHandTunedLoopOfStreamsPerSlotSaysHowMany) {
+  bench::feed_result f = bench_fixtures::frames_result();
+  for (bench::variant_result& v : f.variants) {
+    if (v.kind == bench::variant_kind::hand_tuned_slots) v.per_stage = false;
+  }
+  const std::string text = frames_text(f);
+  EXPECT_NE(text.find("the hand-tuned loop (3 streams, one thread) 0.980x of the copy rate"),
+            std::string::npos)
+      << text;
+}
+
 TEST(BenchStreams, PageableTableAndSummary) {
   const std::string text = pageable_text(bench_fixtures::pageable_result());
   EXPECT_NE(text.find("pageable: 256 MiB in (67108864 floats) from std::vector"), std::string::npos) << text;
   EXPECT_NE(text.find("floor: host copy pageable -> pinned (computed)"), std::string::npos);
   EXPECT_NE(
-      text.find("host copy pageable -> pinned: 15.0 GB/s with 4 threads, 26.8 GB/s with 8 threads, 24.0 GB/s "
-                "with 16 threads"),
+      text.find("host copy pageable -> pinned: memcpy 15.0 GB/s with 4 threads, 26.8 GB/s with 8 threads, "
+                "24.0 GB/s with 16 threads\n"),
       std::string::npos)
       << text;
   EXPECT_NE(
-      text.find("stage: 1.100x the host copy floor, 4.09x faster than the naive pipeline; vectors registered "
-                "once: 1.050x the pinned Pipeline"),
+      text.find("host copy pageable -> pinned: streaming stores 18.0 GB/s with 4 threads, 25.0 GB/s with "
+                "8 threads\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(
+      // memcpy alone: 2 x 256 MiB at 26.8 GB/s = 20.03 ms, 22.0 / 20.03 = 1.098x.
+      text.find(
+          "stage: 1.100x the host copy floor (1.098x the floor with memcpy alone), 4.09x faster than the "
+          "naive pipeline; vectors registered once: 1.050x the pinned Pipeline"),
       std::string::npos)
       << text;
   EXPECT_NE(
@@ -73,7 +92,11 @@ TEST(BenchStreams, Json) {
   EXPECT_EQ(frames["paced"][2]["issuing_thread"], "dedicated");
   const auto pageable = pageable_json(bench_fixtures::pageable_result());
   EXPECT_DOUBLE_EQ(pageable["floor_ms"].get<double>(), 20.0);
-  EXPECT_EQ(pageable["host_copy"].size(), 3U);
+  EXPECT_EQ(pageable["host_copy"].size(), 5U);
+  EXPECT_EQ(pageable["host_copy"][2]["stores"], "memcpy");
+  EXPECT_EQ(pageable["host_copy"][3]["stores"], "streaming");
+  EXPECT_EQ(pageable["host_copy"][3]["threads"], 4);
+  EXPECT_DOUBLE_EQ(pageable["host_copy"][4]["gigabytes_per_second"].get<double>(), 25.0);
   EXPECT_EQ(pageable["automatic_path"]["one_shot"], "staged");
   EXPECT_NEAR(pageable["variants"][2]["ratio_to_floor"].get<double>(), 1.1, 1e-12);
 }

@@ -47,7 +47,8 @@ constexpr const char* footer = R"(Workloads (docs/hardware.md):
                   its slow argument reduction (small inputs run 9x faster)
   frames          100 frames of 4 MiB through y = 2x + 1 (the tutorial's
                   ping-pong as written, a hand-tuned loop of the default
-                  Feed's slots on one thread, and cuda::Feed with default,
+                  Feed's slots on one thread and streams by stage, and
+                  cuda::Feed with default,
                   2, 4, 8 slots) against the copy rate at 4 MiB (every frame
                   H2D and D2H at once); Feeds whose producer spends 50 and
                   500 us per frame against max(producing, the GPU-bound Feed)
@@ -56,7 +57,8 @@ constexpr const char* footer = R"(Workloads (docs/hardware.md):
                   stage them through pinned slots or choose (automatic), a
                   Pipeline over pinned copies, and over the vectors registered
                   once; against the host copy floor, (in + out) / the fastest
-                  multi-threaded memcpy from pageable into pinned memory
+                  multi-threaded copy from pageable into pinned memory
+                  (memcpy or streaming stores)
   graph           cuda::Graph (issue 13): 8 independent chains of 8 integer
                   kernels, each of SMs / 8 blocks, as a Graph, replayed from
                   a capture, on one stream and on hand-written streams and

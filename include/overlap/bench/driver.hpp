@@ -140,7 +140,7 @@ enum class variant_kind {
   // The frames workload: chunk_bytes is the frame, streams the slots, chunks the frames.
   floor_frame_copies,  ///< every frame H2D on one stream and D2H on another, at once: the copy rate
   ping_pong,           ///< the tutorial's hand-written ping-pong: two streams, two buffers
-  hand_tuned_slots,    ///< the best hand-written loop found: the default Feed's slots on one host thread
+  hand_tuned_slots,    ///< the best hand-written loop found: default Feed's slots, streams by stage
   feed_default,        ///< cuda::Feed with default slots, a producer and consumer that do nothing
   feed,                ///< cuda::Feed with a given slot count
   feed_paced,          ///< cuda::Feed (default slots) whose producer spends a fixed host time per frame
@@ -262,7 +262,9 @@ struct pageable_result {
   std::size_t bytes = 0;     ///< in (the same out)
   /// Host memcpy from pageable into pinned memory, GB/s, per thread count tried.
   std::vector<std::pair<unsigned, double>> copy_gbps;
-  double copy_floor_ms = 0.0;  ///< (bytes in + bytes out) / the fastest host copy rate
+  /// The same copies with streaming stores (no read of the destination first).
+  std::vector<std::pair<unsigned, double>> streaming_copy_gbps;
+  double copy_floor_ms = 0.0;  ///< (bytes in + bytes out) / the fastest host copy rate of either kind
   /// pageable_naive, pageable_registered, pageable_staged, pageable_automatic,
   /// pageable_pinned, pageable_kept, pageable_kept_automatic.
   std::vector<variant_result> variants;

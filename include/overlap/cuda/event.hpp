@@ -12,7 +12,11 @@ enum class event_timing { disabled, enabled };
 
 /// How a host thread waits in event::synchronize: spinning (the default:
 /// the lowest latency, a core busy) or sleeping until the driver wakes it
-/// (cudaEventBlockingSync: a core free for other host work).
+/// (cudaEventBlockingSync: a core free for other host work). Blocking has
+/// costs of its own on the lent machines: the wake came up to 300 us late,
+/// and streams recording such events copied 2-6% slower (bench/RESULTS.md,
+/// issue 12 parts 3 and 4); a thread that must not spin can poll a plain
+/// event with cudaEventQuery and short sleeps, as cuda::Feed does.
 enum class event_wait { spin, block };
 
 /// An owned CUDA event, destroyed with the object.

@@ -72,17 +72,20 @@ enum class feed_issuing_thread : std::uint8_t {
 
 /// How a Feed's threads wait for the GPU (an item's upload, its download).
 enum class feed_wait : std::uint8_t {
-  /// Query the item's event, sleeping 20 us between queries, and block in
-  /// the driver only once the item has taken 2 ms: the thread wakes within
-  /// microseconds of the copy. On the lent H100's host a blocking wait
-  /// woke up to 300 us late, often enough to slow a GPU-bound feed of
-  /// 4 MiB frames by a third in some runs (bench/RESULTS.md, issue 12 part
-  /// 3); these sleeps cost no more CPU than it.
+  /// Query the item's event, sleeping 20 us between queries for its first
+  /// 2 ms and 200 us after: the thread wakes within microseconds of the
+  /// copy, and a long wait costs a few wake-ups a millisecond. The waits
+  /// between the feed's threads poll likewise. On the lent machine a
+  /// blocking wait woke up to 300 us late, enough to slow a GPU-bound feed
+  /// of 4 MiB frames by a third in some runs, and merely recording
+  /// blocking-sync events slowed it by 3% (bench/RESULTS.md, issue 12
+  /// parts 3 and 4), so these events are plain ones.
   poll,
-  /// Block in the driver at once (a blocking-sync event): the fewest
-  /// wake-ups, for feeds whose producer and consumer keep every core busy
-  /// (a staged Pipeline's host copy threads), where 20 us wake-ups take
-  /// turns from them.
+  /// Block at once: in the driver on blocking-sync events, and on a
+  /// condition variable between the feed's threads. The fewest wake-ups,
+  /// for feeds whose producer and consumer keep every core busy (a staged
+  /// Pipeline's host copy threads), where 20 us wake-ups take turns from
+  /// them.
   block,
 };
 

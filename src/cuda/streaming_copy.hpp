@@ -1,0 +1,20 @@
+// memcpy with streaming (non-temporal) stores: the destination's cache lines
+// are written without being read first and without filling the cache. For
+// large copies into memory the copying thread will not read again, this
+// moves a third less memory traffic than glibc's memcpy, which on the lent
+// machine never streams (its threshold scales with the 300 MiB L3 the VM
+// reports): a 256 MiB pageable -> pinned copy went 64-72 GB/s with 16
+// threads against 50 (bench/RESULTS.md, issue 12 part 4). Private to
+// src/cuda and the bench's host copy floor.
+#pragma once
+
+#include <cstddef>
+
+namespace overlap::cuda::detail {
+
+/// Copies `bytes` from `from` to `to` (which must not overlap), streaming
+/// the stores where the CPU can (x86-64) and with memcpy elsewhere. Any
+/// alignment; the stores are fenced before it returns.
+void copy_streaming(void* to, const void* from, std::size_t bytes) noexcept;
+
+}  // namespace overlap::cuda::detail
