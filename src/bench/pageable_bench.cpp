@@ -78,8 +78,8 @@ class pageable_bench {
  private:
   // The fastest host copy from pageable into pinned memory, over thread
   // counts, with memcpy and with streaming stores (glibc's memcpy streams
-  // only above a threshold that scales with the L3, 225 MiB on the lent
-  // machine, so the two differ there).
+  // only above a threshold that scales with the L3, 300 MiB as the lent VM
+  // reports it, so the two differ there).
   void measure_copy_floor(pageable_result& r) {
     announce_("floor: host copy pageable -> pinned");
     cuda::pinned_buffer<float> pinned(n_);

@@ -216,11 +216,11 @@ class feed_run {
   }
   /// Waits, `lock` held, until `ready()`. With feed_wait::poll the thread
   /// looks again every poll_every, the lock released between looks, and
-  /// sleeps on the condition variable only once poll_for has passed: a
-  /// thread asleep on it for long wakes late on the lent machine (the
-  /// producer waiting for the consumer, and the caller joining the
-  /// consumer, cost a GPU-bound feed of 4 MiB frames 4% against a loop
-  /// that polls: bench/RESULTS.md, issue 12 part 4).
+  /// sleeps on the condition variable only once poll_for has passed, as
+  /// the waits for the GPU do: on the lent machines a thread woken from a
+  /// long sleep could wake hundreds of microseconds late (bench/RESULTS.md,
+  /// issue 12 part 3). Two threads that poll each other this way moved
+  /// 4 MiB frames at 0.97x the copy rate, as the Feed now does (part 4).
   template <typename Ready>
   void wait_until(std::unique_lock<std::mutex>& lock, Ready&& ready) {
     if (options_.wait == feed_wait::poll) {

@@ -16,9 +16,10 @@ constexpr std::size_t smallest_piece = std::size_t{256} << 10;
 // How long a thread looks for its next round, or the caller for the last
 // piece, before it sleeps on a condition variable. A staged Pipeline hands
 // out a round every few hundred microseconds and its pieces end together,
-// so the wait is usually short; a thread that sleeps through it wakes late
-// on the lent machine (tens to hundreds of microseconds: bench/RESULTS.md,
-// issue 12 part 4), which cost each 8 MiB round a good part of its time.
+// so the wait is usually short; a thread that sleeps through it may wake
+// late (blocked waits woke up to 300 us late on the lent machines:
+// bench/RESULTS.md, issue 12 part 3), long next to an 8 MiB round, which
+// 8 threads copy in about 250 us.
 constexpr auto spin_for = std::chrono::microseconds(200);
 
 // Spins until `done()` or spin_for has passed; true when done.
@@ -47,7 +48,7 @@ host_copier::~host_copier() {
   }
   start_.notify_all();
   // Joined here, while the mutex and condition variables they use still
-  // exist (members are destroyed after the body, workers_ last).
+  // exist (members are destroyed after the body, and workers_ after them).
   workers_.clear();
 }
 

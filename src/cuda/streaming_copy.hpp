@@ -1,9 +1,10 @@
 // memcpy with streaming (non-temporal) stores: the destination's cache lines
 // are written without being read first and without filling the cache. For
 // large copies into memory the copying thread will not read again, this
-// moves a third less memory traffic than glibc's memcpy, which on the lent
-// machine never streams (its threshold scales with the 300 MiB L3 the VM
-// reports): a 256 MiB pageable -> pinned copy went 64-72 GB/s with 16
+// moves a third less memory traffic than a copy that reads each line
+// before writing it, as glibc's memcpy did for these sizes on the lent
+// machine (its streaming threshold scales with the L3, 300 MiB as the VM
+// reports it): a 256 MiB pageable -> pinned copy went 64-72 GB/s with 16
 // threads against 50 (bench/RESULTS.md, issue 12 part 4). Private to
 // src/cuda and the bench's host copy floor.
 #pragma once
