@@ -115,6 +115,14 @@ settled_run settle_run(const erased_run& r, const pipeline_options& options, con
   s.report = report_of(s.p, r);
   if (r.input_elements == 0) return s;
   path = reach_host_data(r, s.p, options, registrations);
+  if (path == host_path::staged) {
+    if (const std::optional<std::size_t> bytes = staged_chunk_bytes(r, options)) {
+      pipeline_options staged = options;
+      staged.chunk_bytes = *bytes;
+      s.p = make_plan(r, staged, nullptr, chunk_planning::deferred);
+      s.report = report_of(s.p, r);
+    }
+  }
   // A given stage_cost wins: calibrating would only be thrown away.
   if (options.calibrate == stage_calibration::on && !options.stage_cost && !calibration) {
     try {

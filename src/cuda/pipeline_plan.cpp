@@ -262,6 +262,21 @@ pageable_memory resolve_pageable(pageable_memory policy, std::size_t pageable_by
   return register_ms < stage_ms ? pageable_memory::register_in_place : pageable_memory::stage;
 }
 
+std::optional<std::size_t> staged_chunk_bytes(const erased_run& run, const pipeline_options& options) {
+  if (options.chunk_bytes || !options.chunk_schedule.empty() || plans_chunking(options) ||
+      options.device_budget_bytes) {
+    return std::nullopt;
+  }
+  // Measured on an H100, 256 MiB each way: 8 MiB chunks 9.3-10.4 ms, the
+  // round-robin default's 4 MiB 14.2-15.6, 1 MiB 31-37 (bench/RESULTS.md,
+  // issue 12 part 4): a staged chunk pays a host copy round and a hand-off
+  // each way on top of its copies.
+  const std::size_t unit = run.input_element_bytes * options.ratio.in;
+  if (unit == 0) return std::nullopt;  // make_plan names the bad ratio or element size
+  const std::size_t bytes = std::clamp(run.input_elements * run.input_element_bytes / 32, MiB, 8 * MiB);
+  return std::max(unit, bytes / unit * unit);
+}
+
 unsigned staging_threads(const DeviceModel* model) {
   unsigned threads = std::max(std::thread::hardware_concurrency(), 2U);
   if (model != nullptr && !model->host_staging.empty()) {

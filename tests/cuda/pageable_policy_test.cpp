@@ -1,7 +1,9 @@
-// How a Pipeline resolves pageable_memory::automatic and how many host
-// threads stage each direction, from a device model, with no GPU.
+// How a Pipeline resolves pageable_memory::automatic, how many host threads
+// stage each direction, from a device model, and how large a staged run's
+// chunks are by default, with no GPU.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <thread>
 
 #include "overlap/core/device_model.hpp"
@@ -64,3 +66,54 @@ TEST(PageablePolicy, StagingThreadsAreHalfTheFastestPointCappedByTheCores) {
 }
 
 }  // namespace
+
+namespace staged_chunks {
+
+using overlap::cuda::pipeline_options;
+using overlap::cuda::detail::erased_run;
+using overlap::cuda::detail::staged_chunk_bytes;
+
+constexpr std::size_t MiB = std::size_t{1} << 20;
+
+erased_run floats(std::size_t elements) {
+  erased_run r;
+  r.input_elements = elements;
+  r.input_element_bytes = sizeof(float);
+  r.output_elements = elements;
+  r.output_element_bytes = sizeof(float);
+  return r;
+}
+
+TEST(StagedChunks, AThirtySecondOfTheInputBetweenOneAndEightMiB) {
+  const pipeline_options o;
+  EXPECT_EQ(staged_chunk_bytes(floats(64 * MiB / 4 + 3), o), 2 * MiB);  // 64 MiB and 12 bytes: 2 MiB
+  EXPECT_EQ(staged_chunk_bytes(floats(256 * MiB / 4), o), 8 * MiB);
+  EXPECT_EQ(staged_chunk_bytes(floats(GiB), o), 8 * MiB);  // 4 GiB: clamped
+  EXPECT_EQ(staged_chunk_bytes(floats(25'000), o), MiB);   // 100 kB: clamped up
+}
+
+TEST(StagedChunks, WholeOutputsUnderARatio) {
+  pipeline_options o;
+  o.ratio = {1, 3};  // 3 floats in make one out: chunks of whole 12-byte units
+  const std::optional<std::size_t> bytes = staged_chunk_bytes(floats(64 * MiB / 4), o);
+  ASSERT_TRUE(bytes.has_value());
+  EXPECT_EQ(*bytes, 2 * MiB / 12 * 12);
+}
+
+TEST(StagedChunks, NoneWhenTheOptionsSizeTheChunksOrGiveABudget) {
+  const erased_run r = floats(64 * MiB / 4);
+  pipeline_options given;
+  given.chunk_bytes = 4 * MiB;
+  EXPECT_FALSE(staged_chunk_bytes(r, given).has_value());
+  pipeline_options scheduled;
+  scheduled.chunk_schedule = {MiB, 63 * MiB};
+  EXPECT_FALSE(staged_chunk_bytes(r, scheduled).has_value());
+  pipeline_options planned;
+  planned.chunking = overlap::cuda::automatic_chunking::planned;
+  EXPECT_FALSE(staged_chunk_bytes(r, planned).has_value());
+  pipeline_options budget;
+  budget.device_budget_bytes = 64 * MiB;
+  EXPECT_FALSE(staged_chunk_bytes(r, budget).has_value());
+}
+
+}  // namespace staged_chunks

@@ -84,6 +84,32 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PipelineStaged,
                                   std::to_string(info.param.streams);
                          });
 
+// No chunking options: a thirtysecond of the input, at least 1 MiB and at
+// most 8 MiB (pipeline_options::chunking), and every element right.
+TEST(PipelineStagedDefaults, ChunksAreAThirtySecondOfTheInputWithinOneToEightMiB) {
+  SKIP_WITHOUT_GPU();
+  struct sized {
+    std::size_t elements;
+    std::size_t chunk_bytes;
+  };
+  for (const sized c : {sized{16 * MiB + 3, 2 * MiB}, sized{262'144 + 7, 1 * MiB}}) {
+    SCOPED_TRACE(std::to_string(c.elements) + " floats");
+    std::vector<float> input(c.elements);
+    std::vector<float> output(c.elements);
+    overlap_test::fill_random(std::span<float>(input), c.elements);
+    overlap_test::poison(std::span<float>(output), 0xA5);
+    pipeline_options o;
+    o.pageable = pageable_memory::stage;
+    Pipeline<float> pipeline(o);
+    const auto report = pipeline.run(input, output, axpb_stage);
+    EXPECT_EQ(report.host, host_path::staged);
+    EXPECT_EQ(report.chunk_bytes, c.chunk_bytes);
+    const std::size_t chunk = c.chunk_bytes / sizeof(float);
+    EXPECT_EQ(report.chunks, (c.elements + chunk - 1) / chunk);
+    EXPECT_TRUE(overlap_test::same_bytes<float>(axpb_reference(input), output));
+  }
+}
+
 TEST(PipelineStagedSides, OnePageableSideIsEnoughToStage) {
   SKIP_WITHOUT_GPU();
   constexpr std::size_t n = 3'000'017;

@@ -96,6 +96,10 @@ enum class automatic_chunking {
   /// [1 MiB, 8 MiB] and the budget, on 5 streams; round-robin: 1/64 clamped
   /// to [1 MiB, 16 MiB], on 4 streams. The default, the better of the two
   /// measured on an H100 with the built-in model (bench/RESULTS.md, issue 11).
+  /// A run staged through pinned slots (no budget given): 1/32 clamped to
+  /// [1 MiB, 8 MiB] on 4 streams, since each staged chunk also pays a host
+  /// copy round and a thread hand-off each way (bench/RESULTS.md, issue 12
+  /// part 4).
   fixed_fraction,
   /// overlap::sim::plan on a device model: the options' model (e.g. probed),
   /// else the one model_source names (the GPU's built-in model, or its
@@ -278,6 +282,13 @@ void require_non_null(const erased_run& run);
 /// model's fastest host_staging point (the two directions copy at once),
 /// else of the cores, at least 1 and at most 8.
 [[nodiscard]] unsigned staging_threads(const DeviceModel* model);
+
+/// The chunk size of a staged run (host_path::staged) under the fixed
+/// fraction: 1/32 of the input clamped to [1 MiB, 8 MiB], whole elements
+/// and whole outputs; empty when the options size the chunks otherwise
+/// (chunk_bytes, a schedule, the planner) or give a device budget. No CUDA call.
+[[nodiscard]] std::optional<std::size_t> staged_chunk_bytes(const erased_run& run,
+                                                            const pipeline_options& options);
 
 /// Whether make_plan may run the planner (deferred: check the arguments
 /// with the fixed fraction first, and plan later, once).
