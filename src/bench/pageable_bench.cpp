@@ -4,8 +4,9 @@
 // for each run, stage them through pinned slots, or choose (automatic), by
 // a Pipeline over pinned copies, and by Pipelines over the vectors kept
 // registered by the caller. The floor is the host's copy rate: (bytes in +
-// bytes out) / the fastest multi-threaded memcpy from pageable into pinned
-// memory, measured here over several thread counts. Every output element
+// bytes out) / the fastest multi-threaded copy from pageable into pinned
+// memory (memcpy or streaming stores), measured here over several thread
+// counts. Every output element
 // of every run is checked.
 #include <fmt/format.h>
 
@@ -86,7 +87,8 @@ class pageable_bench {
     auto* to = reinterpret_cast<std::byte*>(pinned.data());
     const auto* from = reinterpret_cast<const std::byte*>(in_.data());
     double best = 0.0;
-    for (const bool streaming : {false, true}) {
+    for (const cuda::detail::host_stores stores :
+         {cuda::detail::host_stores::cached, cuda::detail::host_stores::streaming}) {
       for (const unsigned threads : p_.copy_threads) {
         std::vector<double> ms;
         for (unsigned rep = 0; rep < config_.warmup + config_.reps; ++rep) {
@@ -96,19 +98,15 @@ class pageable_bench {
           for (unsigned t = 0; t < threads; ++t) {
             const std::size_t begin = std::min(bytes_, t * per);
             const std::size_t end = std::min(bytes_, begin + per);
-            pool.emplace_back([=] {
-              if (streaming) {
-                cuda::detail::copy_streaming(to + begin, from + begin, end - begin);
-              } else {
-                std::memcpy(to + begin, from + begin, end - begin);
-              }
-            });
+            pool.emplace_back(
+                [=] { cuda::detail::copy_host(stores, to + begin, from + begin, end - begin); });
           }
           for (std::thread& t : pool) t.join();
           if (rep >= config_.warmup) ms.push_back(milliseconds_since(started));
         }
         const double gbps = static_cast<double>(bytes_) / (summarize(ms).median * 1e6);
-        (streaming ? r.streaming_copy_gbps : r.copy_gbps).emplace_back(threads, gbps);
+        (stores == cuda::detail::host_stores::streaming ? r.streaming_copy_gbps : r.copy_gbps)
+            .emplace_back(threads, gbps);
         best = std::max(best, gbps);
       }
     }

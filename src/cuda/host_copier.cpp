@@ -2,9 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
-
-#include "streaming_copy.hpp"
 
 namespace overlap::cuda::detail {
 
@@ -57,12 +54,7 @@ void host_copier::copy_piece(unsigned index) const {
   const std::size_t per_piece = (bytes_ + pieces - 1) / pieces;
   const std::size_t begin = std::min(bytes_, index * per_piece);
   const std::size_t end = std::min(bytes_, begin + per_piece);
-  if (begin >= end) return;
-  if (stores_ == host_stores::streaming) {
-    copy_streaming(to_ + begin, from_ + begin, end - begin);
-  } else {
-    std::memcpy(to_ + begin, from_ + begin, end - begin);
-  }
+  if (begin < end) copy_host(stores_, to_ + begin, from_ + begin, end - begin);
 }
 
 void host_copier::work(unsigned index) {
@@ -89,11 +81,7 @@ void host_copier::work(unsigned index) {
 void host_copier::copy(void* to, const void* from, std::size_t bytes) {
   if (bytes == 0) return;
   if (workers_.empty() || bytes < 2 * smallest_piece) {
-    if (stores_ == host_stores::streaming) {
-      copy_streaming(to, from, bytes);
-    } else {
-      std::memcpy(to, from, bytes);
-    }
+    copy_host(stores_, to, from, bytes);
     return;
   }
   {

@@ -8,16 +8,13 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
-#include <cstdint>
 #include <mutex>
 #include <thread>
 #include <vector>
 
-namespace overlap::cuda::detail {
+#include "streaming_copy.hpp"
 
-/// How a copier writes its destination: through the cache (memcpy), or with
-/// streaming stores (copy_streaming) for destinations nobody reads soon.
-enum class host_stores : std::uint8_t { cached, streaming };
+namespace overlap::cuda::detail {
 
 class host_copier {
  public:

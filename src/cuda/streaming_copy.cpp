@@ -45,4 +45,12 @@ void copy_streaming(void* to, const void* from, std::size_t bytes) noexcept {
 #endif
 }
 
+void copy_host(host_stores stores, void* to, const void* from, std::size_t bytes) noexcept {
+  if (stores == host_stores::streaming) {
+    copy_streaming(to, from, bytes);
+  } else {
+    std::memcpy(to, from, bytes);
+  }
+}
+
 }  // namespace overlap::cuda::detail

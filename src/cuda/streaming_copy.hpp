@@ -10,12 +10,20 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace overlap::cuda::detail {
+
+/// How a host copy writes its destination: through the cache (memcpy), or
+/// with streaming stores (copy_streaming) for destinations nobody reads soon.
+enum class host_stores : std::uint8_t { cached, streaming };
 
 /// Copies `bytes` from `from` to `to` (which must not overlap), streaming
 /// the stores where the CPU can (x86-64) and with memcpy elsewhere. Any
 /// alignment; the stores are fenced before it returns.
 void copy_streaming(void* to, const void* from, std::size_t bytes) noexcept;
+
+/// memcpy or copy_streaming, as `stores` says.
+void copy_host(host_stores stores, void* to, const void* from, std::size_t bytes) noexcept;
 
 }  // namespace overlap::cuda::detail
