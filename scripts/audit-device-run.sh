@@ -9,7 +9,7 @@ set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 [ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
-export LD_LIBRARY_PATH="$PWD/.devlibs:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
+export LD_LIBRARY_PATH="$PWD/.devlibs:$PWD/.devdeps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
 if [ -d .devbuild/h100 ] && [ ! -e build/h100/tools/overlap/overlap ]; then
   mkdir -p build && cp -a .devbuild/h100 build/h100
 fi

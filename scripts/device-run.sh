@@ -17,7 +17,7 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 # The CPU tests find examples/ by the absolute path of the build machine.
 [ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
-export LD_LIBRARY_PATH="$PWD/.devlibs:${LD_LIBRARY_PATH:-}"
+export LD_LIBRARY_PATH="$PWD/.devlibs:$PWD/.devdeps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 if [ -d .devbuild/h100 ] && [ ! -e build/h100/tools/overlap/overlap ]; then
   mkdir -p build && cp -a .devbuild/h100 build/h100
 fi

@@ -112,10 +112,17 @@ TEST(CheckCli, JsonCarriesEveryField) {
   EXPECT_EQ(report.at("ops"), 7);
   EXPECT_EQ(report.at("fail_on"), "warning");
   EXPECT_EQ(report.at("failed"), true);
-  EXPECT_EQ(report.at("summary").at("error"), 2);
+  // The two batches' races are one bug repeated by the loop: one finding counting both.
+  EXPECT_EQ(report.at("summary").at("error"), 1);
+  EXPECT_EQ(report.at("races"), 2);
   const auto& f = report.at("findings").at(0);
   EXPECT_EQ(f.at("severity"), "error");
+  EXPECT_EQ(f.at("certainty"), "certain");
   EXPECT_EQ(f.at("rule"), "race");
+  EXPECT_EQ(f.at("count"), 2);
+  ASSERT_EQ(f.at("instances").size(), 2u);
+  EXPECT_EQ(f.at("instances").at(1).at("race").at("buffer"), "d_batch1");
+  EXPECT_EQ(f.at("instances").at(1).at("ops").at(0).at("id"), 4);
   EXPECT_EQ(f.at("ops").at(0).at("id"), 1);
   EXPECT_EQ(f.at("ops").at(0).at("stream"), "data_load_stream");
   EXPECT_EQ(f.at("ops").at(1).at("label"), "forward");
@@ -125,7 +132,8 @@ TEST(CheckCli, JsonCarriesEveryField) {
   EXPECT_TRUE(f.at("time_lost").is_null());
   EXPECT_EQ(
       f.at("fix"),
-      "add cudaEventRecord after ops[1] on data_load_stream and cudaStreamWaitEvent(default) before ops[2]");
+      "Order each kernel 'forward' after the copy 'data.to(device)' it races with, as for the first: add "
+      "cudaEventRecord after ops[1] on data_load_stream and cudaStreamWaitEvent(default) before ops[2].");
 }
 
 TEST(CheckCli, OutputFileGetsTheReport) {

@@ -268,7 +268,7 @@ TEST(CheckTraps, BreadthFirstCopiesSerializeOnOneCopyEngine) {
 
 TEST(CheckTraps, MoreStreamsThanHardwareQueuesGiveFalseDependencies) {
   DeviceModel model = unit_model;
-  model.hardware_queues = 2;
+  model.connections = 2;
   Program p;
   const auto s0 = p.add_stream("s0");
   const auto s1 = p.add_stream("s1");
@@ -279,7 +279,7 @@ TEST(CheckTraps, MoreStreamsThanHardwareQueuesGiveFalseDependencies) {
   p.kernel(s1, 1.0, 0.5);
 
   DeviceModel enough = model;
-  enough.hardware_queues = 3;
+  enough.connections = 3;
   const check::Finding f = finding(traps(p, model), "hardware-queue-sharing");
   expect_lost(f, total(p, model) - total(p, enough));
   EXPECT_DOUBLE_EQ(*f.time_lost, 5.0);

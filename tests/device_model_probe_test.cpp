@@ -25,7 +25,7 @@ DeviceModel probed() {
   m.queued_handover_latency = 0.0015;
   m.start_latency_hidden_when_queued = true;
   m.kernels_share_sms = true;
-  m.hardware_queues = 32;
+  m.connections = 8;
   m.bidirectional = {{262144, 1.27, 1.36}, {16777216, 1.10, 1.10}};
   m.host_staging = {{1, 8.9}, {8, 27.4}};
   m.host_register_ms_per_gib = 52.3;
@@ -66,7 +66,7 @@ TEST(DeviceModelProbe, AProbedModelRoundTrips) {
 
 TEST(DeviceModelProbe, AMissingFigureIsNamed) {
   for (const char* field : {"copy_start_latency_ms", "h2d_pinned", "host_call_ms", "bidirectional",
-                            "copy_arbitration", "host_register_ms_per_gib"}) {
+                            "copy_arbitration", "host_register_ms_per_gib", "connections"}) {
     json j = json::parse(probed().to_json());
     j.erase(field);
     const std::string message = error_of(j.dump());

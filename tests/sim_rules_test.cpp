@@ -279,7 +279,7 @@ TEST(SimRules, MoreStreamsThanHardwareQueuesGainFalseDependencies) {
   expect_span(enough, up, 0.0, 1.0);
 
   DeviceModel two_queues = unit_model;
-  two_queues.hardware_queues = 2;
+  two_queues.connections = 2;
   const Timeline t = sim::simulate(p, two_queues);
   expect_span(t, up, 4.0, 5.0);  // stuck behind s0's D2H at the head of queue 0
   EXPECT_EQ(span_of(t, up).waited_because, wait_reason::queue_head);

@@ -127,6 +127,7 @@ void compare_accesses(const std::string& at, const Op& wrote, const Op& read, Di
     d.compare(field + ".offset", a[i].offset, b[i].offset);
     d.compare(field + ".size", a[i].size, b[i].size);
     d.compare(field + ".mode", a[i].mode, b[i].mode);
+    d.compare(field + ".source", a[i].source, b[i].source);
   }
 }
 
@@ -264,6 +265,34 @@ TEST(SpecWriter, EveryOpKindAndStreamKindRoundTrips) {
   EXPECT_NE(text.find(R"({op: memset, stream: "per-thread [2]", bytes: 64, time: 1e-09, sync: true)"),
             std::string::npos)
       << text;
+}
+
+// A captured kernel's accesses are inferred from its pointers; written out
+// and read back they must stay so, or `overlap check` on the written program
+// would call a possible race an error.
+TEST(SpecWriter, AccessSourcesRoundTrip) {
+  Program p;
+  const stream_id s1 = p.add_stream("s1", stream_kind::non_blocking);
+  p.kernel(s1, 1);
+  p.last().accesses = {Access{"d", 0, std::nullopt, access_mode::write, access_source::inferred},
+                       Access{"d", 16, 32, access_mode::read, access_source::measured},
+                       Access{"d", 0, std::nullopt, access_mode::read}};
+  EXPECT_TRUE(round_trips(p));
+  const std::string text = to_spec(p);
+  EXPECT_NE(text.find("{buffer: d, offset: 0, source: inferred}"), std::string::npos) << text;
+  EXPECT_NE(text.find("{buffer: d, offset: 16, bytes: 32, source: measured}"), std::string::npos) << text;
+}
+
+TEST(SpecWriter, UnknownAccessSourceIsRefusedByName) {
+  const std::string spec =
+      "streams: [s1]\nops:\n  - {op: kernel, stream: s1, time: 1, writes: [{buffer: d, source: guessed}]}\n";
+  try {
+    (void)io::parse_spec(spec, "sources.yaml");
+    FAIL() << "accepted an unknown access source";
+  } catch (const invalid_input& e) {
+    EXPECT_NE(std::string(e.what()).find("source"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("guessed"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SpecWriter, DefaultStreamsAreReferencesWhenFirstUseMakesThemAgain) {

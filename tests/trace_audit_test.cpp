@@ -55,18 +55,23 @@ TraceBuilder two_kernels(bool with_event) {
   return t.footer();
 }
 
+// Both kernels get the same pointer, so their inferred parts overlap; what
+// they really touch the trace cannot show, so the race is possible: a
+// warning, not an error (errors are proven races only).
 TEST(TraceAudit, KernelsOnTwoStreamsWithoutAnEventRace) {
   const trace::AuditReport r = audit_of(two_kernels(false));
   ASSERT_EQ(rules_of(r), std::vector<std::string>{"race"});
   const trace::AuditFinding& f = r.findings.front();
-  EXPECT_EQ(f.level, check::severity::error);
+  EXPECT_EQ(f.level, check::severity::warning);
   EXPECT_EQ(f.certainty, "possible");
+  EXPECT_EQ(f.count, 1U);
   ASSERT_EQ(f.ops.size(), 2U);
   EXPECT_EQ(f.ops[0].label, "kernel1");
   EXPECT_EQ(f.ops[1].label, "kernel2");
   EXPECT_EQ(f.ops[0].api, "cudaLaunchKernel");
   EXPECT_FALSE(f.predicted_saving.has_value());
-  EXPECT_TRUE(r.fails(check::severity::error));
+  EXPECT_TRUE(r.fails(check::severity::warning));
+  EXPECT_FALSE(r.fails(check::severity::error));
 }
 
 TEST(TraceAudit, TheEventMakesItClean) {
@@ -392,11 +397,15 @@ TEST(TraceAudit, JsonHasEveryDocumentedField) {
   EXPECT_EQ(j.at("trace").at("complete"), true);
   EXPECT_EQ(j.at("findings").size(), 1U);
   const json& f = j.at("findings").at(0);
-  for (const char* field : {"rule", "severity", "certainty", "message", "fix", "ops", "streams", "measured",
-                            "predicted_saving_ms"})
+  for (const char* field : {"rule", "severity", "certainty", "count", "message", "fix", "ops", "instances",
+                            "streams", "measured", "predicted_saving_ms"})
     EXPECT_TRUE(f.contains(field)) << field;
   EXPECT_EQ(f.at("ops").at(0).at("api"), "cudaLaunchKernel");
-  EXPECT_EQ(j.at("summary").at("errors"), 1);
+  EXPECT_EQ(f.at("count"), 1);
+  EXPECT_EQ(f.at("instances").at(0).at("ops").size(), 2U);
+  // The kernels' race is possible (inferred accesses): a warning, not an error.
+  EXPECT_EQ(j.at("summary").at("errors"), 0);
+  EXPECT_EQ(j.at("summary").at("warnings"), 1);
   EXPECT_TRUE(j.at("verdict").contains("bound"));
   EXPECT_GT(j.at("verdict").at("total_ms").get<double>(), 1.0);
 }

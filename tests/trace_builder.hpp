@@ -28,17 +28,18 @@ class TraceBuilder {
     return line({{"t", "stream"}, {"stream", id}, {"kind", kind}, {"priority", 0}});
   }
 
-  /// A call from `start` to `end` (µs); `fields` adds its class's fields.
+  /// A call from `start` to `end` (µs); `fields` adds its class's fields
+  /// (and may set "tid", default 7, and "status", default 0).
   TraceBuilder& call(const std::string& api, const std::string& cls, double start, double end,
                      nlohmann::json fields = nlohmann::json::object()) {
     fields["t"] = "call";
     fields["corr"] = ++corr_;
     fields["api"] = api;
     fields["layer"] = "rt";
-    fields["tid"] = 7;
+    if (!fields.contains("tid")) fields["tid"] = 7;
     fields["start"] = ns(start);
     fields["end"] = ns(end);
-    fields["status"] = 0;
+    if (!fields.contains("status")) fields["status"] = 0;
     fields["cls"] = cls;
     return line(fields);
   }
@@ -51,6 +52,11 @@ class TraceBuilder {
     fields["start"] = ns(start);
     fields["end"] = ns(end);
     return line(fields);
+  }
+
+  /// An NVTX range from `start` to `end` (µs).
+  TraceBuilder& range(const std::string& name, double start, double end) {
+    return line({{"t", "range"}, {"name", name}, {"start", ns(start)}, {"end", ns(end)}, {"tid", 7}});
   }
 
   TraceBuilder& footer() {

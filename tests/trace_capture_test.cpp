@@ -263,7 +263,10 @@ TEST(TraceCapture, AccessesComeFromPointers) {
   EXPECT_TRUE(run.origin[8].accesses_from_pointers);
 }
 
-TEST(TraceCapture, AKernelPointerNoCopyStartsAtCoversTheAllocation) {
+// The part a pointer parameter starts runs from that pointer (not the
+// allocation's start: `d + i * n` is slice i) to the allocation's end when
+// nothing else in the trace starts within it.
+TEST(TraceCapture, AKernelPointerNoCopyStartsAtRunsToTheAllocationsEnd) {
   TraceBuilder t;
   t.stream(13, "blocking");
   t.call("cudaMalloc", "alloc", 0, 10, {{"ptr", dev_a}, {"bytes", 4096}, {"memory", "device"}});
@@ -273,8 +276,53 @@ TEST(TraceCapture, AKernelPointerNoCopyStartsAtCoversTheAllocation) {
   const trace::Capture run = t.footer().capture();
   const Op& kernel = run.program.ops().back();
   ASSERT_EQ(kernel.accesses.size(), 2U);
-  EXPECT_EQ(kernel.accesses[0].offset, 0U);
-  EXPECT_FALSE(kernel.accesses[0].size.has_value());  // the whole allocation
+  EXPECT_EQ(kernel.accesses[0].offset, 100U);
+  EXPECT_EQ(kernel.accesses[0].size, 4096U - 100U);
+  EXPECT_EQ(kernel.accesses[0].source, access_source::inferred);
+  EXPECT_EQ(kernel.accesses[1].source, access_source::inferred);
+}
+
+// A pointer another kernel, copy or memset starts at ends the part before
+// it; a copy starting at the very pointer bounds it too; an address reused
+// after a free starts afresh.
+TEST(TraceCapture, KernelPartsEndWhereTheTraceShowsTheNextStart) {
+  TraceBuilder t;
+  t.stream(13, "non_blocking").stream(14, "non_blocking");
+  t.call("cudaMalloc", "alloc", 0, 10, {{"ptr", dev_a}, {"bytes", 4096}, {"memory", "device"}});
+  t.call("cudaMallocHost", "alloc", 10, 20, {{"ptr", host_pinned}, {"bytes", 4096}, {"memory", "pinned"}});
+  // The whole buffer uploaded at dev_a: it does not widen the first kernel's part.
+  t.call("cudaMemcpyAsync", "copy", 30, 33,
+         {{"dst", dev_a},
+          {"src", host_pinned},
+          {"bytes", 4096},
+          {"kind", "h2d"},
+          {"stream", 13},
+          {"async", true}});
+  t.call("cudaLaunchKernel", "launch", 40, 43, {{"stream", 13}, {"kernel", "k"}, {"ptrs", {dev_a}}});
+  t.call("cudaLaunchKernel", "launch", 44, 47, {{"stream", 14}, {"kernel", "k"}, {"ptrs", {dev_a + 1024}}});
+  // A memset of 512 bytes at dev_a + 3072: ends the second kernel's part, bounds none.
+  t.call("cudaMemsetAsync", "memset", 48, 50,
+         {{"dst", dev_a + 3072}, {"bytes", 512}, {"stream", 14}, {"async", true}});
+  t.call("cudaLaunchKernel", "launch", 51, 54, {{"stream", 14}, {"kernel", "k"}, {"ptrs", {dev_a + 3072}}});
+  t.call("cudaFree", "free", 60, 70, {{"ptr", dev_a}, {"memory", "device"}});
+  // The address again, a new allocation: the old starts do not cut it.
+  t.call("cudaMalloc", "alloc", 80, 90, {{"ptr", dev_a}, {"bytes", 4096}, {"memory", "device"}});
+  t.call("cudaLaunchKernel", "launch", 91, 94, {{"stream", 13}, {"kernel", "k"}, {"ptrs", {dev_a}}});
+  const trace::Capture run = t.footer().capture();
+  std::vector<Access> parts;
+  for (const Op& op : run.program.ops()) {
+    if (op.kind == op_kind::kernel && !op.accesses.empty()) parts.push_back(op.accesses.front());
+  }
+  ASSERT_EQ(parts.size(), 4U);
+  EXPECT_EQ(parts[0].offset, 0U);
+  EXPECT_EQ(parts[0].size, 1024U);  // the second kernel's pointer ends it
+  EXPECT_EQ(parts[1].offset, 1024U);
+  EXPECT_EQ(parts[1].size, 2048U);  // the memset's start ends it
+  EXPECT_EQ(parts[2].offset, 3072U);
+  EXPECT_EQ(parts[2].size, 512U);  // the memset at its pointer bounds it
+  EXPECT_NE(parts[3].buffer, parts[0].buffer);
+  EXPECT_EQ(parts[3].offset, 0U);
+  EXPECT_EQ(parts[3].size, 4096U);
 }
 
 TEST(TraceCapture, SyncCopiesRunOnTheLegacyStream) {

@@ -63,13 +63,16 @@ class TraceCli : public ::testing::Test {
   fs::path dir_;
 };
 
+// The kernels' accesses are inferred from their pointers: a possible race,
+// a warning (errors are for races proven on both accesses' bytes).
 TEST_F(TraceCli, AuditFromARecordedTraceFindsTheRace) {
   const Result r = run({"audit", "--from", racy_trace()});
   EXPECT_EQ(r.code, 1) << r.err;
-  EXPECT_TRUE(contains(r.out, "error race: ops[2] kernel 'kernel1' on stream 13")) << r.out;
+  EXPECT_TRUE(contains(r.out, "warning race: ops[2] kernel 'kernel1' on stream 13")) << r.out;
   EXPECT_TRUE(contains(r.out, "[possible]")) << r.out;
   EXPECT_TRUE(contains(r.out, "verdict: ")) << r.out;
-  const Result j = run({"audit", "--from", racy_trace(), "--json", "--fail-on", "error"});
+  EXPECT_EQ(run({"audit", "--from", racy_trace(), "--fail-on", "error"}).code, 0);
+  const Result j = run({"audit", "--from", racy_trace(), "--json"});
   EXPECT_EQ(j.code, 1);
   const json report = json::parse(j.out);
   EXPECT_EQ(report.at("findings").at(0).at("rule"), "race");

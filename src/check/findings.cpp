@@ -91,7 +91,9 @@ std::string race_fix(const Program& program, const Race& race) {
 
 Finding race_finding(const Program& program, const Race& race) {
   Finding f;
-  f.level = severity::error;
+  // Only exact accesses prove a race; one resting on an inferred access may not exist.
+  f.level = race.inferred ? severity::warning : severity::error;
+  f.possible = race.inferred;
   f.rule = std::string(rules::race);
   f.message = describe_race(program, race);
   f.ops = {op_ref(program, race.first), op_ref(program, race.second)};
@@ -101,6 +103,7 @@ Finding race_finding(const Program& program, const Race& race) {
   }
   f.fix = race_fix(program, race);
   f.race = race;
+  f.instances.push_back(Instance{f.ops, f.message, race});
   return f;
 }
 

@@ -23,11 +23,18 @@ constexpr op_id no_op = std::numeric_limits<op_id>::max();
 
 class RaceDetector {
  public:
-  RaceDetector(const Program& program, const RaceOptions& options)
-      : program_(program), options_(options), walker_(program), reported_for_(program.ops().size(), no_op) {}
+  RaceDetector(const Program& program, const RaceOptions& options,
+               const std::function<bool(const Race&)>& visit)
+      : program_(program),
+        options_(options),
+        visit_(visit),
+        walker_(program),
+        reported_for_(program.ops().size(), no_op),
+        slot_(program.ops().size(), 0) {}
 
-  RaceReport run() {
-    while (!walker_.done() && !report_.truncated) {
+  // Returns true when it stopped before the end (the visitor asked, or max_races).
+  bool run() {
+    while (!walker_.done() && !stopped_) {
       const op_id id = walker_.next();
       const VectorClock& clock = walker_.step();
       const Op& op = program_.ops()[id];
@@ -35,13 +42,15 @@ class RaceDetector {
       check(id, op, clock);
       remember(id, op);
     }
-    return std::move(report_);
+    return stopped_;
   }
 
  private:
   BufferHistory& history(const std::string& buffer) { return buffers_[buffer]; }
 
-  // Every earlier access this op's accesses race with, one Race per earlier op.
+  // Every earlier access this op's accesses race with, one Race per earlier
+  // op: the first conflict found names it, unless a later one rests on exact
+  // accesses only, which proves the race where the first could not.
   void check(op_id id, const Op& op, const VectorClock& clock) {
     found_.clear();
     for (std::uint32_t a = 0; a < op.accesses.size(); ++a) {
@@ -49,19 +58,29 @@ class RaceDetector {
       const ByteRange range = detail::range_of(access);
       if (range.empty()) continue;
       history(access.buffer).conflicts(range, access.mode, clock, [&](const PastAccess& past) {
-        if (reported_for_[past.op] == id) return;
+        if (reported_for_[past.op] == id) {
+          Race& known = found_[slot_[past.op]];
+          if (known.inferred && !inferred(past, id, a)) known = race(past, id, a);
+          return;
+        }
         reported_for_[past.op] = id;
+        slot_[past.op] = static_cast<std::uint32_t>(found_.size());
         found_.push_back(race(past, id, a));
       });
     }
     std::sort(found_.begin(), found_.end(), [](const Race& x, const Race& y) { return x.first < y.first; });
-    for (Race& r : found_) {
-      if (report_.races.size() >= options_.max_races) {
-        report_.truncated = true;
+    for (const Race& r : found_) {
+      if (visited_ >= options_.max_races || !visit_(r)) {
+        stopped_ = true;
         return;
       }
-      report_.races.push_back(std::move(r));
+      ++visited_;
     }
+  }
+
+  [[nodiscard]] bool inferred(const PastAccess& past, op_id id, std::uint32_t access_index) const {
+    return program_.ops()[past.op].accesses[past.access].source == access_source::inferred ||
+           program_.ops()[id].accesses[access_index].source == access_source::inferred;
   }
 
   Race race(const PastAccess& past, op_id id, std::uint32_t access_index) const {
@@ -78,6 +97,7 @@ class RaceDetector {
     r.second_mode = later.mode;
     r.first_access = past.access;
     r.second_access = access_index;
+    r.inferred = inferred(past, id, access_index);
     return r;
   }
 
@@ -94,18 +114,34 @@ class RaceDetector {
 
   const Program& program_;
   RaceOptions options_;
+  const std::function<bool(const Race&)>& visit_;
   ClockWalker walker_;
   std::unordered_map<std::string, BufferHistory> buffers_;
-  // reported_for_[a] == b: the pair (a, b) is already in found_.
+  // reported_for_[a] == b: the pair (a, b) is already in found_, at slot_[a].
   std::vector<op_id> reported_for_;
+  std::vector<std::uint32_t> slot_;
   std::vector<Race> found_;
-  RaceReport report_;
+  std::size_t visited_ = 0;
+  bool stopped_ = false;
 };
 
 }  // namespace
 
+bool visit_races(const Program& program, const std::function<bool(const Race&)>& visit,
+                 const RaceOptions& options) {
+  return RaceDetector(program, options, visit).run();
+}
+
 RaceReport find_races(const Program& program, const RaceOptions& options) {
-  return RaceDetector(program, options).run();
+  RaceReport report;
+  report.truncated = visit_races(
+      program,
+      [&](const Race& r) {
+        report.races.push_back(r);
+        return true;
+      },
+      options);
+  return report;
 }
 
 void require_race_free(const Program& program) {

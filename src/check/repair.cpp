@@ -73,12 +73,34 @@ EditedProgram restore_orderings(EditedProgram repaired, const RacePairs& origina
   }
   if (needed.empty()) return repaired;
 
+  // A wait covers what stream order puts behind it: waiting for an op covers
+  // the ops before it on its stream, and a wait before an op covers the ops
+  // after it on the waiting stream (or the host). So each later op waits
+  // only for the latest op of each stream not yet covered: a racy loop
+  // otherwise asked for one record/wait pair per racing pair.
+  struct Need {
+    op_id before = 0;
+    std::size_t key = 0;  // waiting stream, or the host
+    op_id after = 0;
+  };
+  std::vector<Need> needs;
+  for (const auto& [after, waiters] : needed) {
+    for (const auto& [key, before] : waiters) needs.push_back({before, key, after});
+  }
+  std::sort(needs.begin(), needs.end(), [](const Need& x, const Need& y) {
+    return x.before != y.before ? x.before < y.before : x.after > y.after;
+  });
+  std::map<std::pair<std::size_t, stream_id>, op_id> covered;  // (waiter, stream): latest op waited for
   ProgramEditor editor(p);
   std::map<op_id, event_id> events;  // per earlier op, the event recorded after it
   std::map<op_id, std::vector<op_id>> waits_before;
-  for (const auto& [after, waiters] : needed) {
-    events[after] = editor.add_event(fmt::format("restored_after_op{}", *repaired.origin[after]));
-    for (const auto& [key, before] : waiters) waits_before[before].push_back(after);
+  for (const Need& n : needs) {
+    const auto [it, first] = covered.try_emplace({n.key, *p.ops()[n.after].stream}, n.after);
+    if (!first && it->second >= n.after) continue;
+    it->second = n.after;
+    if (!events.contains(n.after))
+      events[n.after] = editor.add_event(fmt::format("restored_after_op{}", *repaired.origin[n.after]));
+    waits_before[n.before].push_back(n.after);
   }
   std::vector<std::optional<op_id>> origin;
   auto add = [&](Op op, std::optional<op_id> from) {

@@ -28,14 +28,32 @@ json race_json(const Race& r) {
           {"begin", r.begin},
           {"end", r.end ? json(*r.end) : json(nullptr)},
           {"first_access", mode_name(r.first_mode)},
-          {"second_access", mode_name(r.second_mode)}};
+          {"second_access", mode_name(r.second_mode)},
+          {"inferred", r.inferred}};
+}
+
+json ops_json(const std::vector<OpRef>& refs) {
+  json ops = json::array();
+  for (const OpRef& ref : refs) ops.push_back(op_json(ref));
+  return ops;
 }
 
 json finding_json(const Finding& f) {
-  json ops = json::array();
-  for (const OpRef& ref : f.ops) ops.push_back(op_json(ref));
-  json out = {{"severity", to_string(f.level)}, {"rule", f.rule}, {"message", f.message}, {"ops", ops},
-              {"streams", f.streams},           {"fix", f.fix}};
+  json out = {{"severity", to_string(f.level)},
+              {"rule", f.rule},
+              {"certainty", f.possible ? "possible" : "certain"},
+              {"message", f.message},
+              {"ops", ops_json(f.ops)},
+              {"streams", f.streams},
+              {"fix", f.fix},
+              {"count", f.count}};
+  json instances = json::array();
+  for (const Instance& in : f.instances) {
+    json i = {{"ops", ops_json(in.ops)}, {"text", in.text}};
+    if (in.race) i["race"] = race_json(*in.race);
+    instances.push_back(std::move(i));
+  }
+  out["instances"] = std::move(instances);
   out["time_lost"] = f.time_lost ? json(*f.time_lost) : json(nullptr);
   if (f.serialized_time) out["serialized_time"] = *f.serialized_time;
   if (f.race) out["race"] = race_json(*f.race);
@@ -57,6 +75,7 @@ std::string format_json(const Report& report, severity fail_on) {
                      {{"error", report.count(severity::error)},
                       {"warning", report.count(severity::warning)},
                       {"info", report.count(severity::info)}}},
+                    {"races", report.races},
                     {"races_truncated", report.races_truncated},
                     {"findings", findings}};
   // Names from input may be any bytes; JSON is UTF-8 (bad bytes become U+FFFD).

@@ -1,6 +1,9 @@
 // The check report for people: one block per finding, then a summary line.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "overlap/check/check.hpp"
 
 namespace overlap::check {
@@ -15,11 +18,27 @@ std::string time(double value, const std::string& unit) {
   return fmt::format("{:.6g} {}", value, unit);
 }
 
+// An instance on one line: its ops' texts.
+std::string instance_text(const Instance& instance) {
+  std::vector<std::string> ops;
+  for (const OpRef& ref : instance.ops) ops.push_back(ref.text);
+  return fmt::format("{}", fmt::join(ops, " and "));
+}
+
 void append_finding(std::string& out, const Report& report, const Finding& f) {
-  out += fmt::format("{} {}: {}\n", to_string(f.level), f.rule, f.message);
+  out += fmt::format("{} {}{}: {}", to_string(f.level), f.rule,
+                     f.count > 1 ? fmt::format(" (×{})", f.count) : std::string(), f.message);
+  if (f.possible) out += " [possible]";
+  out += '\n';
   for (std::size_t i = 0; i < f.ops.size(); ++i) {
     out += fmt::format("  {:<10} {}\n", i == 0 ? "ops:" : "", f.ops[i].text);
   }
+  // The first instance is the ops above; the next few say where else it happens.
+  for (std::size_t i = 1; i < f.instances.size(); ++i)
+    out += fmt::format("  {:<10} {}\n", i == 1 ? "also:" : "", instance_text(f.instances[i]));
+  if (f.count > std::max<std::size_t>(f.instances.size(), 1))
+    out += fmt::format("  {:<10} (and {} more)\n", f.instances.size() > 1 ? "" : "also:",
+                       f.count - std::max<std::size_t>(f.instances.size(), 1));
   if (!f.streams.empty()) out += fmt::format("  {:<10} {}\n", "streams:", fmt::join(f.streams, ", "));
   if (!f.fix.empty()) out += fmt::format("  {:<10} {}\n", "fix:", f.fix);
   if (f.time_lost) {
@@ -43,7 +62,7 @@ std::string format_text(const Report& report, severity fail_on) {
                      plural(report.count(severity::error), "error"),
                      plural(report.count(severity::warning), "warning"), report.count(severity::info),
                      plural(report.ops, "op"), report.device,
-                     report.races_truncated ? " (more races not listed)" : "",
+                     report.races_truncated ? " (race counting stopped: there are more)" : "",
                      report.fails(fail_on) ? "FAIL" : "pass", to_string(fail_on));
   return out;
 }

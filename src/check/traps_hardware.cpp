@@ -131,13 +131,13 @@ void find_copy_engine_serialization(TrapContext& context, std::vector<Finding>& 
 void find_hardware_queue_sharing(TrapContext& context, std::vector<Finding>& findings) {
   const Program& p = context.program();
   const DeviceModel& model = context.model();
-  constexpr std::uint32_t max_connections = 32;  // CUDA_DEVICE_MAX_CONNECTIONS' upper limit
-  if (model.mapping != queue_mapping::per_stream || model.hardware_queues >= max_connections) return;
+  constexpr std::uint32_t max_connections = DeviceModel::max_connections;
+  if (model.mapping != queue_mapping::per_stream || model.connections >= max_connections) return;
   std::set<stream_id> used;
   for (const Op& op : p.ops()) {
     if (is_stream_op(op.kind)) used.insert(*op.stream);
   }
-  if (used.size() <= model.hardware_queues) return;
+  if (used.size() <= model.connections) return;
 
   std::vector<const Span*> false_dependencies;
   for (const Span& s : context.baseline().spans) {
@@ -147,7 +147,7 @@ void find_hardware_queue_sharing(TrapContext& context, std::vector<Finding>& fin
   // Streams are mapped by id, so the repair needs queues for every declared one.
   const auto queues = static_cast<std::uint32_t>(std::min<std::size_t>(max_connections, p.streams().size()));
   DeviceModel repaired = model;
-  repaired.hardware_queues = queues;
+  repaired.connections = queues;
   const double lost = context.baseline().total() - sim::simulate(p, repaired).total();
   if (!context.matters(lost)) return;
 
@@ -158,13 +158,13 @@ void find_hardware_queue_sharing(TrapContext& context, std::vector<Finding>& fin
   f.message = fmt::format(
       "{} streams share {} hardware queues (CUDA_DEVICE_MAX_CONNECTIONS={}): {} op{} waited behind another "
       "stream's op at the head of a shared queue, a false dependency; e.g. {} waited for {}.",
-      used.size(), model.hardware_queues, model.hardware_queues, false_dependencies.size(),
+      used.size(), model.connections, model.connections, false_dependencies.size(),
       false_dependencies.size() == 1 ? "" : "s", describe_op(p, example.op),
       example.waited_for ? describe_op(p, *example.waited_for) : std::string("the op ahead of it"));
   f.fix = fmt::format(
       "Set CUDA_DEVICE_MAX_CONNECTIONS={} in the environment before the first CUDA call, or spread the "
       "work over at most {} streams.",
-      queues, model.hardware_queues);
+      queues, model.connections);
   std::set<stream_id> streams;
   for (const Span* s : false_dependencies) {
     if (f.ops.size() < max_listed_ops) f.ops.push_back(op_ref(p, s->op));

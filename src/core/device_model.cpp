@@ -53,7 +53,10 @@ DeviceModel h100() {
   DeviceModel m;
   m.name = "h100";
   m.mapping = queue_mapping::per_stream;
-  m.hardware_queues = 32;  // 1-block kernels of 32 streams all ran at once
+  // CUDA's default. The probe saw 1-block kernels of 32 streams all run at
+  // once over these 8 (that is max_concurrent_kernels' business), but 32
+  // streams of dependent kernel pairs ran 2x slower than over 32 connections.
+  m.connections = 8;
   m.copy_engine_per_direction = true;
   // Copies queued on several streams run stream by stream.
   m.arbitration = copy_arbitration::stream_round_robin;
@@ -118,7 +121,7 @@ DeviceModel hyperq() {
   DeviceModel m;
   m.name = "hyperq";
   m.mapping = queue_mapping::per_stream;
-  m.hardware_queues = 8;
+  m.connections = 8;  // CUDA's default
   m.api_call_cost = 0.004;
   m.kernel_launch_latency = 0.004;
   m.copy_latency = 0.008;
@@ -138,8 +141,7 @@ DeviceModel hyperq() {
 DeviceModel fermi(bool two_copy_engines) {
   DeviceModel m;
   m.name = two_copy_engines ? "fermi-2ce" : "fermi-1ce";
-  m.mapping = queue_mapping::per_engine;
-  m.hardware_queues = 1;
+  m.mapping = queue_mapping::per_engine;  // its queues are the engines': connections do not apply
   m.copy_engine_per_direction = two_copy_engines;
   m.max_concurrent_kernels = 16;
   m.kernel_signal_waits_for_batch = true;
@@ -160,7 +162,7 @@ DeviceModel unit() {
   DeviceModel m;
   m.name = "unit";
   m.mapping = queue_mapping::per_stream;
-  m.hardware_queues = 32;
+  m.connections = DeviceModel::max_connections;  // ideal: no stream shares a connection before the 33rd
   m.h2d_pinned = m.d2h_pinned = m.h2d_pageable = m.d2h_pageable = m.d2d = m.memset = flat(1.0);
   return m;
 }
@@ -352,7 +354,6 @@ void require_probed_fields(const json& j) {
                                          "h2d_slowdown_when_bidirectional",
                                          "d2h_slowdown_when_bidirectional",
                                          "bidirectional",
-                                         "hardware_queues",
                                          "copy_arbitration",
                                          "host_call_ms",
                                          "host_staging",
@@ -364,6 +365,10 @@ void require_probed_fields(const json& j) {
           "device model: {}: missing (a model measured by overlap probe gives every figure)", key));
     }
   }
+  // Probes before connections were modelled wrote hardware_queues instead.
+  if (!j.contains("connections") && !j.contains("hardware_queues"))
+    throw invalid_input(
+        "device model: connections: missing (a model measured by overlap probe gives every figure)");
   for (const char* call : {"copy", "launch", "record", "wait", "graph_launch"}) {
     if (!j["host_call_ms"].is_object() || !j["host_call_ms"].contains(call))
       throw invalid_input(fmt::format("device model: host_call_ms.{}: missing", call));
@@ -395,7 +400,7 @@ std::string DeviceModel::to_json() const {
   json j = {
       {"name", name},
       {"queue_mapping", mapping_name(mapping)},
-      {"hardware_queues", hardware_queues},
+      {"connections", connections},
       {"copy_engine_per_direction", copy_engine_per_direction},
       {"copy_arbitration",
        arbitration == copy_arbitration::earliest_ready ? "earliest_ready" : "stream_round_robin"},
@@ -469,6 +474,19 @@ T get_field(const json& j, const char* key) {
   }
 }
 
+// `hardware_queues`, the name `connections` had before it was told apart
+// from how many kernels run at once. In a hand-written model it meant the
+// connections (CUDA clamps more than 32 to 32). A probed model wrote there
+// how many single-kernel streams it saw run at once, which says nothing about
+// the connections: those stay at CUDA's default of 8, the value those probes
+// ran with. An explicit `connections` wins either way.
+void read_hardware_queues(const json& j, DeviceModel& m) {
+  const auto queues = get_field<std::uint32_t>(j, "hardware_queues");
+  if (queues < 1) throw invalid_input("device model: hardware_queues: 0 is out of range (expected >= 1)");
+  if (j.contains("connections") || j.contains("probe")) return;
+  m.connections = std::min(queues, DeviceModel::max_connections);
+}
+
 }  // namespace
 
 DeviceModel DeviceModel::from_json(std::string_view text) {
@@ -495,8 +513,10 @@ DeviceModel DeviceModel::from_json(std::string_view text) {
       else
         throw invalid_input(
             fmt::format("device model: queue_mapping: '{}' (expected per_stream or per_engine)", text_value));
-    } else if (key == "hardware_queues")
-      m.hardware_queues = get_field<std::uint32_t>(j, "hardware_queues");
+    } else if (key == "connections")
+      m.connections = get_field<std::uint32_t>(j, "connections");
+    else if (key == "hardware_queues")
+      read_hardware_queues(j, m);
     else if (key == "copy_engine_per_direction")
       m.copy_engine_per_direction = get_field<bool>(j, "copy_engine_per_direction");
     else if (key == "copy_arbitration") {
@@ -583,8 +603,10 @@ DeviceModel DeviceModel::load(std::string_view preset_or_path) {
 }
 
 void DeviceModel::validate() const {
-  if (hardware_queues < 1)
-    throw invalid_input("device model: hardware_queues: 0 is out of range (expected >= 1)");
+  if (connections < 1 || connections > max_connections) {
+    throw invalid_input(fmt::format("device model: connections: {} is out of range (expected 1 to {})",
+                                    connections, max_connections));
+  }
   if (max_concurrent_kernels < 1)
     throw invalid_input("device model: max_concurrent_kernels: 0 is out of range (expected >= 1)");
   require_non_negative(api_call_cost, "device model: api_call_cost_ms");

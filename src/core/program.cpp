@@ -75,6 +75,15 @@ std::string_view to_string(host_memory memory) noexcept {
   return memory == host_memory::pinned ? "pinned" : "pageable";
 }
 
+std::string_view to_string(access_source source) noexcept {
+  switch (source) {
+    case access_source::inferred: return "inferred";
+    case access_source::measured: return "measured";
+    case access_source::declared: break;
+  }
+  return "declared";
+}
+
 namespace {
 
 std::string default_label(const Op& op) {

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -25,7 +26,7 @@ std::string dump(const json& value) {
 constexpr int host_pid = 0;
 constexpr int stream_pid = 1;
 constexpr int engine_pid = 2;
-constexpr int host_tid = 1;
+constexpr int host_tid = 1;  // the first host thread's; thread i is host_tid + i
 
 // Events are serialized one by one into the output rather than gathered in
 // one document: a million-span trace as a single DOM costs gigabytes.
@@ -78,7 +79,13 @@ void add_metadata(EventWriter& events, const Timeline& timeline) {
       metadata("process_name", stream_pid, -1, {{"name", fmt::format("Device: {} (streams)", device)}}));
   events.add(
       metadata("process_name", engine_pid, -1, {{"name", fmt::format("Device: {} (engines)", device)}}));
-  add_thread(events, host_pid, host_tid, "host thread", host_tid);
+  // A lane per host thread; one thread keeps the name simulated runs have always had.
+  const std::size_t threads = std::max<std::size_t>(timeline.host_threads.size(), 1);
+  for (std::size_t i = 0; i < threads; ++i) {
+    const int tid = host_tid + static_cast<int>(i);
+    add_thread(events, host_pid, tid, threads == 1 ? std::string("host thread") : timeline.host_threads[i],
+               tid);
+  }
   std::set<stream_id> streams;
   std::set<engine> engines;
   for (stream_id s = 0; s < timeline.streams.size(); ++s) streams.insert(s);
@@ -156,7 +163,7 @@ void add_host_spans(EventWriter& events, const Timeline& timeline, const TimeSca
                 {"cat", "host"},
                 {"ph", "X"},
                 {"pid", host_pid},
-                {"tid", host_tid},
+                {"tid", host_tid + static_cast<int>(host.thread)},
                 {"ts", host.start * scale.to_microseconds},
                 {"dur", (host.end - host.start) * scale.to_microseconds},
                 {"args", {{"op", host.op}, {"activity", to_string(host.activity)}}}});

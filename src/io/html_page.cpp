@@ -135,7 +135,7 @@ class PageData {
     for (const HostSpan& h : t.host_spans) {
       if (h.end <= h.start) continue;
       host.push_back(json::array({labels_.index(h.label), rounded(h.start), rounded(h.end),
-                                  activities_.index(std::string(to_string(h.activity)))}));
+                                  activities_.index(std::string(to_string(h.activity))), h.thread}));
     }
     if (t.streams.size() > streams_.size()) {
       streams_.clear();
@@ -143,7 +143,8 @@ class PageData {
     }
     total_ = std::max(total_, t.total());
     unit_ = t.time_unit;
-    return json{{"name", r.name}, {"ops", std::move(ops)}, {"host", std::move(host)}};
+    return json{
+        {"name", r.name}, {"ops", std::move(ops)}, {"host", std::move(host)}, {"threads", t.host_threads}};
   }
 
   [[nodiscard]] json finish(json runs, const std::vector<std::vector<op_id>>& groups) const {

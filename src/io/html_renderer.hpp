@@ -1,6 +1,6 @@
 // The script of the HTML reports: it reads the page's JSON data block and
-// draws the Gantt as inline SVG (a lane per stream, per engine and for the
-// host thread, once per run when the page compares runs; a time axis; zoom
+// draws the Gantt as inline SVG (a lane per stream, per engine and per host
+// thread, once per run when the page compares runs; a time axis; zoom
 // to the whole run, to the first chunks, or to a range dragged across the
 // chart; a tooltip per bar). Kept as one raw string so the page needs
 // nothing but itself.
@@ -14,9 +14,9 @@ inline constexpr std::string_view html_renderer = R"JS(
 (function () {
   'use strict';
   var data = JSON.parse(document.getElementById('overlap-data').textContent);
-  // data.runs[r]: {name, ops, host}. An op: [label, item (-1 none, -2 its chunk's number),
+  // data.runs[r]: {name, ops, host, threads}. An op: [label, item (-1 none, -2 its chunk's number),
   // start, duration, kind, stream, engine (-1 none), size, op id, chunk]; a host span:
-  // [label, start, end, activity]. Durations become ends here.
+  // [label, start, end, activity, thread (an index into threads)]. Durations become ends here.
   data.runs.forEach(function (run) { run.ops.forEach(function (o) { o[3] = o[2] + o[3]; }); });
   var svg = document.getElementById('gantt');
   var tip = document.getElementById('tip');
@@ -24,7 +24,7 @@ inline constexpr std::string_view html_renderer = R"JS(
   var LABEL = 190, WIDTH = 1000, LANE = 22, BAR = 16, AXIS = 28;
   var multi = data.runs.length > 1;
 
-  // Lanes: each stream, then each engine, then the host thread; one per run within each.
+  // Lanes: each stream, then each engine, then each host thread; one per run within each.
   var lanes = [], streamLane = {}, engineLane = {}, hostLane = {}, streamsUsed = {}, enginesUsed = {};
   data.runs.forEach(function (run) {
     run.ops.forEach(function (o) { streamsUsed[o[5]] = true; if (o[6] >= 0) enginesUsed[o[6]] = true; });
@@ -38,7 +38,13 @@ inline constexpr std::string_view html_renderer = R"JS(
     data.runs.forEach(function (run, r) { engineLane[r + ':' + e] = lanes.length; lanes.push(laneName(data.engines[e], run)); });
   });
   data.runs.forEach(function (run, r) {
-    if (run.host.length) { hostLane[r] = lanes.length; lanes.push(laneName('host thread', run)); }
+    // One lane per host thread with spans; a single thread keeps the name 'host thread'.
+    var threads = run.threads || ['host'], used = {};
+    run.host.forEach(function (h) { used[h[4] || 0] = true; });
+    sorted(used).forEach(function (t) {
+      hostLane[r + ':' + t] = lanes.length;
+      lanes.push(laneName(threads.length > 1 ? (threads[t] || 'host thread ' + (t + 1)) : 'host thread', run));
+    });
   });
   // The same op in the first run, for the difference the tooltip gives.
   var reference = {};
@@ -103,7 +109,7 @@ inline constexpr std::string_view html_renderer = R"JS(
         if (o[6] >= 0) bar(engineLane[r + ':' + o[6]], o[2], o[3], kind, hl, r, i, o[8]);
       });
       var hostHl = highlighted ? ' dim' : '';  // no finding names a host span
-      run.host.forEach(function (h, i) { bar(hostLane[r], h[1], h[2], 'h-' + data.activities[h[3]], hostHl, r, -1 - i, -1); });
+      run.host.forEach(function (h, i) { bar(hostLane[r + ':' + (h[4] || 0)], h[1], h[2], 'h-' + data.activities[h[3]], hostHl, r, -1 - i, -1); });
     });
     merged = [];
     mixed = false;

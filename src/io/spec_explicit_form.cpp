@@ -138,11 +138,11 @@ void read_payload(const Field& op_field, const OpForm& form, Op& op) {
 }
 
 /// One access: "buf", "buf[offset:end]" (end exclusive, either side may be
-/// left out) or {buffer, offset, bytes}.
+/// left out) or {buffer, offset, bytes, source}.
 class AccessReader {
  public:
   static constexpr std::string_view kExpected =
-      "a buffer name, 'name[offset:end]' with byte offsets, or a map {buffer, offset, bytes}";
+      "a buffer name, 'name[offset:end]' with byte offsets, or a map {buffer, offset, bytes, source}";
 
   static Access read(const Field& field) {
     if (field.node().IsMap()) return read_map(field);
@@ -152,12 +152,25 @@ class AccessReader {
 
  private:
   static Access read_map(const Field& field) {
-    check_fields(field, {"buffer", "offset", "bytes"});
+    check_fields(field, {"buffer", "offset", "bytes", "source"});
     Access access;
     access.buffer = read_string(field.require("buffer", "a buffer name"));
     if (auto offset = field.get("offset")) access.offset = read_bytes(*offset);
     if (auto bytes = field.get("bytes")) access.size = read_bytes(*bytes);
+    if (auto source = field.get("source")) access.source = read_source(*source);
     return access;
+  }
+
+  // A captured program keeps whether each access was inferred from a
+  // kernel's pointer parameter: a race resting on one is only possible.
+  static access_source read_source(const Field& field) {
+    static constexpr std::string_view expected = "declared, inferred or measured";
+    if (!field.node().IsScalar()) field.fail(describe(field.node()) + " is not an access source", expected);
+    const std::string& text = field.node().Scalar();
+    if (text == "declared") return access_source::declared;
+    if (text == "inferred") return access_source::inferred;
+    if (text == "measured") return access_source::measured;
+    field.fail(fmt::format("unknown access source {}", shown(text)), expected);
   }
 
   static Access read_text(const Field& field, std::string_view text) {

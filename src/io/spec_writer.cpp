@@ -293,12 +293,16 @@ std::string events_section(const Program& program) {
 
 // ---- ops ----
 
-/// `buf` for a whole buffer whose name needs no quotes (a bracket would read
-/// as a range), else {buffer, offset, bytes}.
+/// `buf` for a whole declared buffer whose name needs no quotes (a bracket
+/// would read as a range), else {buffer, offset, bytes, source}; `source` only
+/// where the access is not declared, so a captured program written out keeps
+/// which kernel accesses were inferred.
 std::string region(const Access& access) {
-  if (access.offset == 0 && !access.size && can_be_plain(access.buffer)) return access.buffer;
+  const bool declared = access.source == access_source::declared;
+  if (declared && access.offset == 0 && !access.size && can_be_plain(access.buffer)) return access.buffer;
   std::string out = fmt::format("{{buffer: {}, offset: {}", scalar(access.buffer), access.offset);
   if (access.size) out += fmt::format(", bytes: {}", *access.size);
+  if (!declared) out += fmt::format(", source: {}", to_string(access.source));
   return out + "}";
 }
 

@@ -74,11 +74,14 @@ ordered_json span_to_json(const Span& span) {
 }
 
 ordered_json host_span_to_json(const HostSpan& host) {
-  return {{"op", host.op},
-          {"activity", to_string(host.activity)},
-          {"label", host.label},
-          {"start", host.start},
-          {"end", host.end}};
+  ordered_json j = {{"op", host.op},
+                    {"activity", to_string(host.activity)},
+                    {"label", host.label},
+                    {"start", host.start},
+                    {"end", host.end}};
+  // Only a traced run has several host threads; one-thread files stay as they were.
+  if (host.thread != 0) j["thread"] = host.thread;
+  return j;
 }
 
 // Names are any bytes (a spec reads back names that are not UTF-8), but JSON
@@ -249,6 +252,7 @@ HostSpan host_span_from_json(const ObjectReader& in) {
   host.label = in.text("label", "");
   host.start = in.number("start");
   host.end = in.number("end");
+  if (in.has("thread")) host.thread = static_cast<std::size_t>(in.unsigned_integer("thread", max_id));
   if (host.end < host.start) fail(in.path("end"), fmt::format("{} is before start {}", host.end, host.start));
   return host;
 }
@@ -277,9 +281,19 @@ Timeline timeline_from_object(const json& root) {
     timeline.spans.push_back(
         span_from_json(ObjectReader(spans[i], element_path("spans", i)), streams.size()));
   }
+  const json& threads = in.array("host_threads", false);
+  if (!threads.empty()) timeline.host_threads.clear();
+  for (std::size_t i = 0; i < threads.size(); ++i) {
+    if (!threads[i].is_string()) fail(element_path("host_threads", i), "expected a string");
+    timeline.host_threads.push_back(threads[i].get<std::string>());
+  }
   const json& hosts = in.array("host_spans", false);
   for (std::size_t i = 0; i < hosts.size(); ++i) {
     timeline.host_spans.push_back(host_span_from_json(ObjectReader(hosts[i], element_path("host_spans", i))));
+    if (timeline.host_spans.back().thread >= timeline.host_threads.size())
+      fail(element_path("host_spans", i) + ".thread",
+           fmt::format("{} is not a host thread (there are {})", timeline.host_spans.back().thread,
+                       timeline.host_threads.size()));
   }
   return timeline;
 }
@@ -300,6 +314,10 @@ std::string to_json(const Timeline& timeline) {
   text += ",\n" + array_text("streams", timeline.streams, stream_to_json);
   text += ",\n" + array_text("spans", timeline.spans, span_to_json);
   text += ",\n" + array_text("host_spans", timeline.host_spans, host_span_to_json);
+  if (timeline.host_threads != std::vector<std::string>{"host"}) {
+    text +=
+        ",\n \"host_threads\": " + ordered_json(timeline.host_threads).dump(-1, ' ', false, replace_not_utf8);
+  }
   return text + "\n}\n";
 }
 

@@ -82,12 +82,16 @@ DeviceModel model_from_probe(const probe_measurements& m) {
   DeviceModel model;
   model.name = m.device;
   model.mapping = queue_mapping::per_stream;
-  // As many 1-block kernels of different streams ran at once as there are
-  // queues feeding the GPU (streams beyond them share one and serialize).
-  model.hardware_queues = std::max(1U, m.concurrent_kernels);
+  // The connections in force while probing: what the false dependency test
+  // ran with. How many 1-block kernels of different streams ran at once is
+  // another thing: all 32 do over 8 connections on an H100, since nothing
+  // blocks the head of a shared one; fewer than tried is a real limit.
+  model.connections = std::clamp(m.max_connections, 1U, DeviceModel::max_connections);
   model.copy_engine_per_direction = m.async_engine_count >= 2;
   model.arbitration = arbitration_of(m.arbitration);
   model.max_concurrent_kernels = 128;
+  if (m.streams_tried > 0 && m.concurrent_kernels < m.streams_tried)
+    model.max_concurrent_kernels = std::max(1U, m.concurrent_kernels);
   model.host_calls.copy = m.calls.copy_ms.median;
   model.host_calls.launch = m.calls.launch_ms.median;
   model.host_calls.record = m.calls.record_ms.median;

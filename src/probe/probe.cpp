@@ -154,7 +154,7 @@ probe_measurements run_probe(const probe_options& options) {
   if (cuda::device_count() == 0) throw error("overlap probe: no CUDA device");
   const double started = detail::host_ms();
   const plan p = make_plan(options.quick);
-  stepper step(options, 15);
+  stepper step(options, 16);
 
   probe_measurements m;
   m.quick = options.quick;
@@ -269,6 +269,12 @@ probe_measurements run_probe(const probe_options& options) {
   m.streams_tried = 32;
   m.max_connections = detail::max_connections_in_force();
   m.concurrent_kernels = detail::measure_concurrent_kernels(m.streams_tried);
+
+  step("dependent kernel pairs on more streams than connections");
+  // 2 ms spins: the 64 launches (~0.25 ms of host time) are all issued while
+  // the first kernel runs. Quick: 1 ms and 3 repetitions (~0.2 s).
+  m.false_dependency = measure_false_dependency(m.streams_tried, options.quick ? 1000 : 2000,
+                                                std::min(p.reps, options.quick ? 3U : 5U));
 
   step("host pageable->pinned copies by thread count");
   {

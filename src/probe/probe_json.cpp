@@ -84,6 +84,14 @@ std::string to_json(const probe_measurements& m) {
   j["hardware_queues"] = {{"streams_tried", m.streams_tried},
                           {"concurrent_kernels", m.concurrent_kernels},
                           {"max_connections", m.max_connections}};
+  json pairs = json::array();
+  for (const auto& r : m.false_dependency.runs)
+    pairs.push_back({{"issue", r.issue}, {"streams", r.streams}, {"makespan_ms", of(r.makespan_ms)}});
+  j["false_dependency"] = {{"connections", m.false_dependency.connections},
+                           {"spin_us", m.false_dependency.spin_us},
+                           {"runs", pairs},
+                           {"slowdown_breadth", m.false_dependency.slowdown("breadth", m.streams_tried)},
+                           {"slowdown_depth", m.false_dependency.slowdown("depth", m.streams_tried)}};
   json staging = json::array();
   for (const auto& s : m.staging)
     staging.push_back({{"threads", s.threads}, {"gbps", of(s.gigabytes_per_second)}});

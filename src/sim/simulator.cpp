@@ -156,8 +156,8 @@ class Simulation {
     const auto& ops = program_.ops();
     std::uint32_t stream_queues = 0;
     if (model_.mapping == queue_mapping::per_stream) {
-      stream_queues = std::min<std::uint32_t>(model_.hardware_queues,
-                                              static_cast<std::uint32_t>(program_.streams().size()));
+      stream_queues =
+          std::min<std::uint32_t>(model_.connections, static_cast<std::uint32_t>(program_.streams().size()));
     }
     queues_.resize(model_.mapping == queue_mapping::per_stream ? stream_queues : engine_count);
     for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -169,7 +169,8 @@ class Simulation {
       if (op.kind == op_kind::copy && op.direction != copy_direction::d2d)
         s.bidirectional_slowdown = model_.bidirectional_slowdown(op.direction, op.bytes);
       if (model_.mapping == queue_mapping::per_stream) {
-        s.queue = *op.stream % model_.hardware_queues;
+        // Streams take the connections round-robin, in creation order.
+        s.queue = *op.stream % model_.connections;
       } else if (s.unit != engine::none && s.unit != engine::host_callback) {
         // Fermi: one queue per engine; records, waits and host functions bypass them.
         s.queue = static_cast<std::uint32_t>(engine_index(s.unit));

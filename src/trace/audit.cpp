@@ -34,10 +34,6 @@ AuditOp audit_op(const Capture& run, op_id id) {
   return a;
 }
 
-bool touches_kernel(const Program& p, const check::Race& race) {
-  return p.ops()[race.first].kind == op_kind::kernel || p.ops()[race.second].kind == op_kind::kernel;
-}
-
 AuditFinding from_check(const Capture& run, const check::Finding& f, const DeviceModel& model) {
   AuditFinding a;
   a.level = f.level;
@@ -47,11 +43,18 @@ AuditFinding from_check(const Capture& run, const check::Finding& f, const Devic
   a.streams = f.streams;
   a.predicted_saving = f.time_lost;
   for (const check::OpRef& ref : f.ops) a.ops.push_back(audit_op(run, ref.id));
-  if (f.race && touches_kernel(run.program, *f.race)) {
+  a.count = f.count;
+  for (const check::Instance& in : f.instances) {
+    AuditInstance instance;
+    for (const check::OpRef& ref : in.ops) instance.ops.push_back(audit_op(run, ref.id));
+    instance.text = in.text;
+    a.instances.push_back(std::move(instance));
+  }
+  if (f.possible) {
     a.certainty = "possible";
     a.message +=
-        " (a kernel's accesses are assumed from its pointer parameters: every allocation one points "
-        "into, narrowed to a copy's bytes where a copy starts at that pointer)";
+        " (possible: a kernel's accesses are inferred from its pointer parameters, each from the pointer to "
+        "the next pointer into its allocation that the trace shows in use)";
   }
   a.measured = detail::measured_cost(run, f);
   // The checker's repair moves the calls that drained the device out of the
@@ -65,6 +68,23 @@ AuditFinding from_check(const Capture& run, const check::Finding& f, const Devic
     }
   }
   return a;
+}
+
+// Severity by consequence: a trap (or idle gap) is a warning only when its
+// repair is predicted to save at least `min_saving` ms and it happens in the
+// steady state; otherwise it is worth knowing, not worth failing a build
+// over. Races keep theirs (their consequence is a wrong result, not time),
+// and so does a wait on an event never recorded (a missing order, not a cost).
+check::severity by_consequence(const Capture& run, const AuditFinding& f, const Phases& phases,
+                               double min_saving) {
+  if (f.level != check::severity::warning || f.rule == check::rules::race ||
+      f.rule == check::rules::unrecorded_event)
+    return f.level;
+  if (f.predicted_saving && *f.predicted_saving < min_saving) return check::severity::info;
+  const bool in_steady = f.ops.empty() || std::any_of(f.ops.begin(), f.ops.end(), [&](const AuditOp& op) {
+                           return phases.in_steady(run.origin[op.id].call_start);
+                         });
+  return in_steady ? f.level : check::severity::info;
 }
 
 }  // namespace
@@ -94,7 +114,8 @@ AuditReport audit(const Capture& run, const DeviceModel& uncalibrated, const Aud
   AuditReport report;
   // Predictions use the model with what this very run measured put in.
   std::vector<std::string> calibrated;
-  const DeviceModel model = calibrate(uncalibrated, run, &calibrated);
+  // ... and run as the traced process's environment had it (connections).
+  const DeviceModel model = with_environment(calibrate(uncalibrated, run, &calibrated), run.env, &calibrated);
   for (const std::string& c : calibrated) report.notes.push_back("model calibrated from the trace: " + c);
   report.device_model = model.name;
   report.gpu = run.device;
@@ -105,15 +126,23 @@ AuditReport audit(const Capture& run, const DeviceModel& uncalibrated, const Aud
   report.streams = run.program.streams().size();
   report.notes.insert(report.notes.end(), run.notes.begin(), run.notes.end());
 
-  // A trap matters at a share of the device's active window, not of the whole
-  // process: context creation and set-up before the first work would
-  // otherwise hide traps that cost a tenth of the part that matters.
+  // What matters is the steady state: startup (context creation, module
+  // loading, set-up allocations) and teardown are one line of the report.
+  report.phases = find_phases(run, options.phases);
+  const Phases& phases = report.phases;
+  const double steady = phases.steady_length();
+  // A trap's severity follows its consequence: a warning when the repair
+  // saves at least this much of the steady state, else a note.
+  const double min_saving = options.min_saving_ms.value_or(options.min_saving_fraction * steady);
+
+  // The checker's own floor, if any, is a share of the steady state too.
   check::CheckOptions check_options;
   check_options.trap_options = options.traps;
+  // Room for the audit's own finding (idle gaps) within the report's limit.
+  check_options.max_findings = options.max_findings > 1 ? options.max_findings - 1 : 1;
   const double total = run.timeline.total();
-  const double active = detail::active_window(run.timeline).length();
-  if (total > 0.0 && active > 0.0)
-    check_options.trap_options.min_time_lost_fraction *= std::min(1.0, active / total);
+  if (total > 0.0 && steady > 0.0)
+    check_options.trap_options.min_time_lost_fraction *= std::min(1.0, steady / total);
   const check::Report checked = check::check_program(run.program, model, check_options);
   // Calls another finding accounts for are not idle gaps too. Findings list
   // only their first ops, so an implicit-synchronization finding claims
@@ -121,6 +150,9 @@ AuditReport audit(const Capture& run, const DeviceModel& uncalibrated, const Aud
   std::set<op_id> named;
   for (const check::Finding& f : checked.findings) {
     report.findings.push_back(from_check(run, f, model));
+    AuditFinding& a = report.findings.back();
+    if (a.measured) a.measured = detail::measured_cost(run, f, &phases);  // the steady state's share
+    a.level = by_consequence(run, a, phases, min_saving);
     for (const check::OpRef& ref : f.ops) named.insert(ref.id);
     if (f.rule == check::rules::implicit_synchronization) {
       for (op_id i = 0; i < run.program.ops().size(); ++i) {
@@ -129,8 +161,10 @@ AuditReport audit(const Capture& run, const DeviceModel& uncalibrated, const Aud
       }
     }
   }
-  if (auto gaps = detail::find_idle_gaps(run, model, options, named))
+  if (auto gaps = detail::find_idle_gaps(run, model, options, named, phases, min_saving)) {
+    gaps->level = by_consequence(run, *gaps, phases, min_saving);
     report.findings.push_back(std::move(*gaps));
+  }
 
   std::stable_sort(report.findings.begin(), report.findings.end(),
                    [](const AuditFinding& a, const AuditFinding& b) {
@@ -139,8 +173,11 @@ AuditReport audit(const Capture& run, const DeviceModel& uncalibrated, const Aud
                      const op_id first_b = b.ops.empty() ? 0 : b.ops.front().id;
                      return first_a < first_b;
                    });
-  report.metrics = compute_metrics(run.timeline);
-  report.verdict = detail::judge(run, report);
+  // The verdict, the metrics and the host threads' time are the steady state's.
+  const Timeline steady_run = detail::steady_timeline(run.timeline, phases);
+  report.metrics = compute_metrics(steady_run);
+  report.threads = detail::host_thread_use(run, steady_run);
+  report.verdict = detail::judge(steady_run, report);
   return report;
 }
 

@@ -18,16 +18,21 @@ inline constexpr std::size_t max_listed_ops = 20;
 /// AuditOps of the first max_listed_ops of `ids`.
 [[nodiscard]] std::vector<AuditOp> audit_ops(const Capture& run, const std::vector<op_id>& ids);
 
-/// What the finding's pattern cost in the traced run, when a trace can tell.
-[[nodiscard]] std::optional<MeasuredCost> measured_cost(const Capture& run, const check::Finding& finding);
+/// What the finding's pattern cost in the traced run, when a trace can tell:
+/// in the steady state of `phases` when given (ops whose call began in it),
+/// else over the whole run.
+[[nodiscard]] std::optional<MeasuredCost> measured_cost(const Capture& run, const check::Finding& finding,
+                                                        const Phases* phases = nullptr);
 
-/// Gaps of at least options.idle_gap_threshold during which no engine worked
-/// and the host was inside a CUDA call that issues no device work (an
-/// allocation, a registration, ...), as one finding; calls in `named`
+/// Gaps of at least options.idle_gap_threshold inside the steady state
+/// during which no engine worked and the host was inside a CUDA call that
+/// issues no device work (an allocation, a registration, ...), as one
+/// finding when they add up to at least `min_saving` ms; calls in `named`
 /// (already in another finding) are left to that finding.
 [[nodiscard]] std::optional<AuditFinding> find_idle_gaps(const Capture& run, const DeviceModel& model,
                                                          const AuditOptions& options,
-                                                         const std::set<op_id>& named);
+                                                         const std::set<op_id>& named, const Phases& phases,
+                                                         double min_saving);
 
 /// The device's active window: from the first device work's start to the last one's end.
 struct ActiveWindow {
@@ -38,8 +43,16 @@ struct ActiveWindow {
 };
 [[nodiscard]] ActiveWindow active_window(const Timeline& timeline);
 
-/// What bounds the run and the floor it could reach.
-[[nodiscard]] Verdict judge(const Capture& run, const AuditReport& report);
+/// `timeline` cut to the steady state of `phases` and moved to start at 0:
+/// spans and host spans clipped to it, those outside it dropped.
+[[nodiscard]] Timeline steady_timeline(const Timeline& timeline, const Phases& phases);
+
+/// What each host thread of `steady` (a steady_timeline of run.timeline) did.
+[[nodiscard]] std::vector<HostThreadUse> host_thread_use(const Capture& run, const Timeline& steady);
+
+/// What bounds the steady state (`steady`, a steady_timeline, whose
+/// metrics and threads are in `report`) and the floor it could reach.
+[[nodiscard]] Verdict judge(const Timeline& steady, const AuditReport& report);
 
 /// simulate(program) - simulate(program without the `dropped` ops), >= 0: the
 /// saving of a repair that makes those calls once, outside the run.

@@ -31,6 +31,20 @@ bool ordered_by_barrier(const Program& p, stream_id s) {
   return kind == stream_kind::blocking || kind == stream_kind::per_thread_default;
 }
 
+/// Which ops a measured cost counts: those whose call began in the steady
+/// state, or all without phases.
+struct Scope {
+  const Capture& run;
+  const Phases* phases = nullptr;
+  [[nodiscard]] bool operator()(op_id op) const {
+    return phases == nullptr || phases->in_steady(run.origin[op].call_start);
+  }
+  [[nodiscard]] std::vector<op_id> only(std::vector<op_id> ids) const {
+    std::erase_if(ids, [this](op_id op) { return !(*this)(op); });
+    return ids;
+  }
+};
+
 std::vector<op_id> ops_where(const Program& p, auto&& predicate) {
   std::vector<op_id> ids;
   for (op_id i = 0; i < p.ops().size(); ++i) {
@@ -57,12 +71,12 @@ std::string count_text(std::size_t n, std::string_view what) {
 // streams: for each such op and each blocking stream, the first op issued
 // after it there waited from its issue (or its stream's previous op) until
 // the barrier op ended.
-MeasuredCost legacy_barrier_cost(const Capture& run) {
+MeasuredCost legacy_barrier_cost(const Capture& run, const Scope& scope) {
   const Program& p = run.program;
   const auto spans = spans_by_op(run.timeline);
-  const auto instances = ops_where(p, [&](const Op& op) {
+  const auto instances = scope.only(ops_where(p, [&](const Op& op) {
     return on_legacy(p, op) && (op.kind == op_kind::copy || op.kind == op_kind::memset);
-  });
+  }));
   // Where each op's stream stood when it was issued: the end of its stream's previous span.
   std::vector<double> previous_end(p.ops().size(), 0.0);
   {
@@ -129,8 +143,8 @@ MeasuredCost host_blocked_cost(const Capture& run, const std::vector<op_id>& ops
 
 // Every allocation and free made while the device worked (allocations_in_run),
 // and how many of them drained the device first.
-MeasuredCost allocation_cost(const Capture& run) {
-  const std::vector<op_id> ids = allocations_in_run(run);
+MeasuredCost allocation_cost(const Capture& run, const Scope& scope) {
+  const std::vector<op_id> ids = scope.only(allocations_in_run(run));
   double spent = 0.0;
   std::size_t drained = 0;
   for (const op_id op : ids) {
@@ -148,11 +162,13 @@ MeasuredCost allocation_cost(const Capture& run) {
 
 // Copies listed by the serialization finding: how long each waited for the
 // copy engine after it was ready to run.
-MeasuredCost queued_cost(const Capture& run, const check::Finding& f) {
+MeasuredCost queued_cost(const Capture& run, const check::Finding& f, const Scope& scope) {
   const auto spans = spans_by_op(run.timeline);
   double queued = 0.0;
   std::vector<op_id> ids;
-  for (const check::OpRef& ref : f.ops) ids.push_back(ref.id);
+  for (const check::OpRef& ref : f.ops) {
+    if (scope(ref.id)) ids.push_back(ref.id);
+  }
   std::sort(ids.begin(), ids.end());
   for (const op_id id : ids) {
     const auto s = spans.find(id);
@@ -187,38 +203,41 @@ std::string ranges_of(const Capture& run, const std::vector<op_id>& ops) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-std::optional<MeasuredCost> measured_cost(const Capture& run, const check::Finding& f) {
+std::optional<MeasuredCost> measured_cost(const Capture& run, const check::Finding& f, const Phases* phases) {
   const Program& p = run.program;
-  if (f.rule == check::rules::legacy_default_stream) return legacy_barrier_cost(run);
+  const Scope scope{run, phases};
+  if (f.rule == check::rules::legacy_default_stream) return legacy_barrier_cost(run, scope);
   if (f.rule == check::rules::synchronous_copy) {
     return host_blocked_cost(run,
-                             ops_where(p,
-                                       [&](const Op& op) {
-                                         return on_legacy(p, op) && op.kind == op_kind::copy &&
-                                                op.mode == call_mode::synchronous;
-                                       }),
+                             scope.only(ops_where(p,
+                                                  [&](const Op& op) {
+                                                    return on_legacy(p, op) && op.kind == op_kind::copy &&
+                                                           op.mode == call_mode::synchronous;
+                                                  })),
                              "synchronous copy");
   }
   if (f.rule == check::rules::pageable_async_copy) {
     return host_blocked_cost(run,
-                             ops_where(p,
-                                       [&](const Op& op) {
-                                         return op.kind == op_kind::copy &&
-                                                op.mode == call_mode::asynchronous &&
-                                                op.memory == host_memory::pageable && !on_legacy(p, op);
-                                       }),
+                             scope.only(ops_where(p,
+                                                  [&](const Op& op) {
+                                                    return op.kind == op_kind::copy &&
+                                                           op.mode == call_mode::asynchronous &&
+                                                           op.memory == host_memory::pageable &&
+                                                           !on_legacy(p, op);
+                                                  })),
                              "pageable copy");
   }
-  if (f.rule == check::rules::implicit_synchronization) return allocation_cost(run);
+  if (f.rule == check::rules::implicit_synchronization) return allocation_cost(run, scope);
   if (f.rule == check::rules::device_synchronize) {
     std::vector<op_id> ids;
     for (const check::OpRef& ref : f.ops) {
       const op_kind kind = p.ops()[ref.id].kind;
-      if (is_implicitly_synchronizing(kind) || kind == op_kind::device_synchronize) ids.push_back(ref.id);
+      if ((is_implicitly_synchronizing(kind) || kind == op_kind::device_synchronize) && scope(ref.id))
+        ids.push_back(ref.id);
     }
     return host_blocked_cost(run, ids, "device-wide synchronize");
   }
-  if (f.rule == check::rules::copy_engine_serialization) return queued_cost(run, f);
+  if (f.rule == check::rules::copy_engine_serialization) return queued_cost(run, f, scope);
   return std::nullopt;
 }
 

@@ -1,8 +1,10 @@
 // The audit report for people (text) and for scripts (JSON, docs/audit.md).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "audit_phases.hpp"
 #include "overlap/io/exporters.hpp"
 #include "overlap/trace/audit.hpp"
 
@@ -33,15 +35,22 @@ ordered_json op_json(const AuditOp& op) {
           {"stream", op.stream}, {"caller", op.caller}, {"text", op.text}};
 }
 
+ordered_json ops_json(const std::vector<AuditOp>& ops) {
+  ordered_json out = ordered_json::array();
+  for (const AuditOp& op : ops) out.push_back(op_json(op));
+  return out;
+}
+
 ordered_json finding_json(const AuditFinding& f) {
-  ordered_json ops = ordered_json::array();
-  for (const AuditOp& op : f.ops) ops.push_back(op_json(op));
-  ordered_json j = {{"rule", f.rule},
-                    {"severity", check::to_string(f.level)},
-                    {"certainty", f.certainty},
-                    {"message", f.message},
-                    {"fix", f.fix},
-                    {"ops", ops},
+  // A finding made whole (an idle gap) is its own one instance.
+  ordered_json instances = ordered_json::array();
+  for (const AuditInstance& in : f.instances)
+    instances.push_back({{"ops", ops_json(in.ops)}, {"text", in.text}});
+  if (instances.empty()) instances.push_back({{"ops", ops_json(f.ops)}, {"text", f.message}});
+  ordered_json j = {{"rule", f.rule},           {"severity", check::to_string(f.level)},
+                    {"certainty", f.certainty}, {"count", f.count},
+                    {"message", f.message},     {"fix", f.fix},
+                    {"ops", ops_json(f.ops)},   {"instances", instances},
                     {"streams", f.streams}};
   j["measured"] = f.measured ? ordered_json{{"time_ms", f.measured->time}, {"text", f.measured->text}}
                              : ordered_json(nullptr);
@@ -56,8 +65,10 @@ std::string format_text(const AuditReport& r, check::severity fail_on) {
                                 command_line(r.command), r.exit_code, r.calls, r.ops, r.streams,
                                 r.gpu.empty() ? std::string() : fmt::format(", traced on {}", r.gpu));
   for (const std::string& note : r.notes) out += fmt::format("note: {}\n", note);
+  out += detail::phases_text(r);
   for (const AuditFinding& f : r.findings) {
-    out += fmt::format("\n{} {}: {}", check::to_string(f.level), f.rule, f.message);
+    out += fmt::format("\n{} {}{}: {}", check::to_string(f.level), f.rule,
+                       f.count > 1 ? fmt::format(" (×{})", f.count) : std::string(), f.message);
     if (f.certainty != "certain") out += fmt::format(" [{}]", f.certainty);
     out += '\n';
     // A few ops say where; the JSON lists up to twenty, the message counts all.
@@ -66,6 +77,15 @@ std::string format_text(const AuditReport& r, check::severity fail_on) {
       out += fmt::format("  at {}\n", f.ops[i].text);
     if (f.ops.size() > shown)
       out += fmt::format("  (and {} more listed with --json)\n", f.ops.size() - shown);
+    // The first instance is the ops above; the next two say where else it happens.
+    constexpr std::size_t also = 3;
+    for (std::size_t i = 1; i < f.instances.size() && i < also; ++i) {
+      std::vector<std::string> ops;
+      for (const AuditOp& op : f.instances[i].ops) ops.push_back(op.text);
+      out += fmt::format("  also at {}\n", fmt::join(ops, " and "));
+    }
+    const std::size_t listed = std::max<std::size_t>(std::min(f.instances.size(), also), 1);
+    if (f.count > listed) out += fmt::format("  (and {} more like it)\n", f.count - listed);
     if (f.measured) out += fmt::format("  measured: {}\n", f.measured->text);
     if (f.predicted_saving)
       out += fmt::format("  predicted saving: {} on the {} model\n", ms_text(*f.predicted_saving),
@@ -99,10 +119,13 @@ std::string format_json(const AuditReport& r, check::severity fail_on) {
         {"streams", r.streams},
         {"notes", r.notes}}},
       {"findings", findings},
+      {"phases", detail::phases_json(r)},
+      {"host_threads", detail::host_threads_json(r)},
       {"verdict",
        {{"bound", r.verdict.bound},
         {"total_ms", r.verdict.total},
         {"active_ms", r.verdict.active},
+        {"steady_ms", r.verdict.steady},
         {"floor_ms", r.verdict.floor},
         {"text", r.verdict.text}}},
       {"metrics",

@@ -16,6 +16,8 @@
 #include <utility>
 
 #include "allocations.hpp"
+#include "capture_accesses.hpp"
+#include "capture_threads.hpp"
 #include "capture_timeline.hpp"
 #include "overlap/core/error.hpp"
 
@@ -24,18 +26,6 @@ namespace overlap::trace {
 namespace {
 
 constexpr double ms_per_ns = 1e-6;
-
-/// Calls that succeeded, in host order (start time; ties in writing order).
-std::vector<std::size_t> host_order(const RawTrace& trace) {
-  std::vector<std::size_t> order;
-  order.reserve(trace.calls.size());
-  for (std::size_t i = 0; i < trace.calls.size(); ++i) {
-    if (trace.calls[i].status == 0) order.push_back(i);
-  }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return trace.calls[a].start < trace.calls[b].start; });
-  return order;
-}
 
 std::uint64_t trace_start(const RawTrace& trace) {
   std::uint64_t t0 = UINT64_MAX;
@@ -66,7 +56,11 @@ bool is_host_memory_kind(const std::string& kind) {
 class Converter {
  public:
   Converter(const RawTrace& trace, const CaptureOptions& options)
-      : trace_(trace), options_(options), t0_(trace_start(trace)) {
+      : trace_(trace),
+        options_(options),
+        t0_(trace_start(trace)),
+        order_(detail::host_order(trace)),
+        threads_(trace, order_) {
     for (const StreamRecord& s : trace.streams) stream_kinds_.try_emplace(s.id, s);
     for (std::size_t i = 0; i < trace.work.size(); ++i) {
       const DeviceWork& w = trace.work[i];
@@ -82,29 +76,15 @@ class Converter {
 
   Capture run() {
     out_.program.name = std::filesystem::path(trace_.exe).filename().string();
-    const std::vector<std::size_t> order = host_order(trace_);
-    index_copy_extents(order);
-    for (const std::size_t i : order) convert(i);
+    extents_.emplace(trace_, order_);
+    for (const std::size_t i : order_) convert(i);
+    close_polling();
     finish();
     return std::move(out_);
   }
 
  private:
   [[nodiscard]] double ms(std::uint64_t ns) const { return static_cast<double>(ns - t0_) * ms_per_ns; }
-
-  // Where copies and memsets start, and how far they go: a kernel handed that
-  // exact pointer is taken to work on those bytes (a pipeline's chunk).
-  void index_copy_extents(const std::vector<std::size_t>& order) {
-    for (const std::size_t i : order) {
-      const Call& c = trace_.calls[i];
-      if (c.cls == call_class::copy && c.bytes > 0) {
-        extent_.try_emplace(c.dst, c.bytes);
-        extent_.try_emplace(c.src, c.bytes);
-      } else if (c.cls == call_class::memset && c.bytes > 0) {
-        extent_.try_emplace(c.dst, c.bytes);
-      }
-    }
-  }
 
   stream_id stream_of(std::optional<std::uint32_t> id) {
     if (!id) return out_.program.legacy_default_stream();
@@ -199,7 +179,46 @@ class Converter {
     carried_ = 0.0;
   }
 
+  // Not-ready polls in a row on one thread are one wait: host time the
+  // Program keeps (the simulated host stays as busy as the measured one; a
+  // query names no event to wait for), shown as the host blocked, never as
+  // issuing. A call of any other kind, or from another thread, ends it.
+  void poll(std::size_t index) {
+    const Call& c = trace_.calls[index];
+    const std::size_t thread = threads_.index(c.tid);
+    if (polling_ && polling_->thread == thread && polling_->api == c.api) {
+      polling_->end = std::max(polling_->end, ms(c.end));
+      ++polling_->count;
+    } else {
+      close_polling();
+      current_thread_ = thread;
+      account_host_time(c);
+      flush_host_work(ms(c.start));
+      carried_ = 0.0;  // what is left is too short to be work; the wait takes its place
+      polling_ = Polling{index, thread, c.api, ms(c.start), ms(c.end), 1};
+    }
+    last_end_ = std::max(last_end_.value_or(0.0), ms(c.end));
+  }
+
+  void close_polling() {
+    if (!polling_) return;
+    const Polling p = *polling_;
+    polling_.reset();
+    out_.program.host_work(p.end - p.start);
+    out_.program.last().label =
+        fmt::format("{} polling ({} call{} not ready)", p.api, p.count, p.count == 1 ? "" : "s");
+    const std::size_t thread = current_thread_;
+    current_thread_ = p.thread;
+    from_call(p.first, /*claim_work=*/false);
+    current_thread_ = thread;
+    out_.origin.back().call_end = p.end;
+    out_.origin.back().polling = true;
+    // Host time from here to the next call is the thread's own again.
+    last_end_ = std::max(last_end_.value_or(0.0), p.end);
+  }
+
   void push_origin(OpOrigin origin) {
+    origin.thread = current_thread_;
     out_.origin.push_back(std::move(origin));
     work_.emplace_back();
   }
@@ -276,6 +295,12 @@ class Converter {
 
   void convert(std::size_t index) {
     const Call& c = trace_.calls[index];
+    if (detail::is_not_ready_poll(c)) {
+      poll(index);
+      return;
+    }
+    close_polling();
+    current_thread_ = threads_.index(c.tid);
     account_host_time(c);
     switch (c.cls) {
       case call_class::copy: convert_copy(index); break;
@@ -408,25 +433,9 @@ class Converter {
     if (const auto* work = work_of(c); work && !work->empty() && !trace_.work[work->front()].name.empty())
       name = trace_.work[work->front()].name;
     op.label = name.empty() ? "kernel" : short_kernel_name(name);
-    bool from_pointers = false;
-    std::map<std::string, Access> touched;  // one access per buffer, widened as needed
-    for (const std::uint64_t p : c.ptrs) {
-      const auto region = allocations_.find(p);
-      if (!region) continue;
-      from_pointers = true;
-      Access a{region->buffer, 0, std::nullopt, access_mode::write};
-      if (const auto extent = extent_.find(p); extent != extent_.end()) {
-        a.offset = region->offset;
-        a.size = extent->second;
-      }
-      auto [it, inserted] = touched.try_emplace(region->buffer, a);
-      if (!inserted && (it->second.offset != a.offset || it->second.size != a.size))
-        it->second = {region->buffer, 0, std::nullopt, access_mode::write};
-    }
-    for (const auto& [buffer, a] : touched) {
-      op.accesses.push_back(Access{a.buffer, a.offset, a.size, access_mode::read});
-      op.accesses.push_back(a);
-    }
+    // What it touches is inferred from its pointers (capture_accesses.hpp).
+    op.accesses = extents_->kernel_accesses(c.ptrs, allocations_);
+    const bool from_pointers = !op.accesses.empty();
     out_.program.append(std::move(op));
     from_call(index);
     out_.origin.back().accesses_from_pointers = from_pointers;
@@ -516,8 +525,9 @@ class Converter {
 
   void finish() {
     out_.calls = trace_.calls.size();
-    out_.failed_calls = static_cast<std::size_t>(
-        std::count_if(trace_.calls.begin(), trace_.calls.end(), [](const Call& c) { return c.status != 0; }));
+    out_.failed_calls = detail::failed_calls(trace_);
+    if (!order_.empty()) out_.first_call_end = ms(trace_.calls[order_.front()].end);
+    out_.profiled = detail::profiler_ranges(trace_, order_, t0_);
     for (const auto& [corr, work] : work_by_call_) {
       if (!claimed_.contains(corr)) out_.unmatched_work += work.size();
     }
@@ -528,6 +538,7 @@ class Converter {
     out_.calibration = calibration();
     out_.timeline = detail::measured_timeline(out_.program, trace_, work_, out_.origin, t0_);
     out_.timeline.device = out_.device;
+    out_.timeline.host_threads = threads_.names();
     detail::measure_start_latencies(out_.timeline, out_.origin, out_.calibration);
     add_notes();
   }
@@ -554,16 +565,25 @@ class Converter {
     if (out_.unmatched_work > 0)
       out_.notes.push_back(fmt::format("{} device activities matched no traced call", out_.unmatched_work));
     for (const std::string& e : trace_.errors) out_.notes.push_back("tracer: " + e);
-    std::map<std::uint64_t, int> threads;
-    for (const Call& c : trace_.calls) ++threads[c.tid];
-    if (threads.size() > 1)
-      out_.notes.push_back(fmt::format(
-          "calls came from {} host threads; they are treated as one thread in time order", threads.size()));
   }
+
+  /// Not-ready polls in a row, becoming one op.
+  struct Polling {
+    std::size_t first = 0;   // index of the first poll in trace.calls
+    std::size_t thread = 0;  // its host thread
+    std::string api;
+    double start = 0.0;
+    double end = 0.0;
+    std::size_t count = 0;
+  };
 
   const RawTrace& trace_;
   const CaptureOptions& options_;
   std::uint64_t t0_;
+  std::vector<std::size_t> order_;  // calls in host order
+  detail::HostThreads threads_;
+  std::size_t current_thread_ = 0;  // host thread of the call being converted
+  std::optional<Polling> polling_;
   Capture out_;
   std::map<std::uint32_t, StreamRecord> stream_kinds_;
   std::map<std::uint32_t, stream_id> streams_;
@@ -571,7 +591,7 @@ class Converter {
   std::map<std::uint64_t, stream_id> record_stream_;
   std::map<std::uint64_t, std::vector<std::size_t>> work_by_call_;
   std::set<std::uint64_t> claimed_;
-  std::map<std::uint64_t, std::uint64_t> extent_;
+  std::optional<detail::KernelExtents> extents_;  // built in run(), from the whole trace
   std::map<stream_id, std::vector<Access>> pending_results_;
   detail::Allocations allocations_;
   std::vector<std::vector<std::size_t>> work_;  // per op: its device work records
@@ -640,7 +660,9 @@ std::string short_kernel_name(const std::string& name) {
 Capture capture(const RawTrace& trace, const CaptureOptions& options) {
   if (trace.calls.empty() && trace.work.empty())
     throw invalid_input("no CUDA activity: the traced process made no CUDA call that reached the tracer");
-  return Converter(trace, options).run();
+  Capture run = Converter(trace, options).run();
+  run.env = trace.env;
+  return run;
 }
 
 }  // namespace overlap::trace

@@ -40,14 +40,16 @@ Timeline measured_timeline(const Program& program, const RawTrace& trace,
     const Op& op = program.ops()[i];
     const OpOrigin& from = origin[i];
     if (op.kind == op_kind::host_work) {
+      // Polling is the host waiting for the device, as a synchronize is.
+      const host_activity activity = from.polling ? host_activity::blocked : host_activity::work;
       if (op.duration.value_or(0.0) > 0.0)
-        t.host_spans.push_back({i, host_activity::work, op.label, from.call_start, from.call_end});
+        t.host_spans.push_back({i, activity, op.label, from.call_start, from.call_end, from.thread});
       sequential += op.duration.value_or(0.0);
       continue;
     }
     if (from.call) {
       t.host_spans.push_back({i, blocks_host(op) ? host_activity::blocked : host_activity::api_call, from.api,
-                              from.call_start, from.call_end});
+                              from.call_start, from.call_end, from.thread});
     }
     if (!is_stream_op(op.kind)) continue;
     Span s = span_of(op, i);

@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <charconv>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -152,11 +154,29 @@ void read_record(const Record& r, const std::string& type, RawTrace& trace) {
     trace.ranges.push_back({r.get<std::string>("name"), r.require<std::uint64_t>("start"),
                             r.require<std::uint64_t>("end"), r.get<std::uint64_t>("tid")});
   } else if (type == "device") {
-    trace.devices.push_back(
-        {r.get<int>("device"), r.get<std::string>("name"), r.get<int>("sms"), r.get<int>("copy_engines")});
+    DeviceRecord device{r.get<int>("device"), r.get<std::string>("name"),
+                        r.get<int>("sms"),    r.get<int>("copy_engines"),
+                        std::nullopt,         r.get<std::string>("cc")};
+    if (r.has("concurrent_kernels")) device.concurrent_kernels = r.get<bool>("concurrent_kernels");
+    trace.devices.push_back(std::move(device));
+  } else if (type == "env") {
+    // Version 2: one record right after the header; a variable left out was unset.
+    trace.env.recorded = true;
+    const auto variable = [&](const char* name) -> std::optional<std::string> {
+      if (!r.has(name)) return std::nullopt;
+      return r.get<std::string>(name);
+    };
+    trace.env.max_connections = variable("CUDA_DEVICE_MAX_CONNECTIONS");
+    trace.env.module_loading = variable("CUDA_MODULE_LOADING");
+    trace.env.launch_blocking = variable("CUDA_LAUNCH_BLOCKING");
   } else if (type == "header") {
+    // Only as the first record (read_trace checks): a second one is two files joined.
+    if (trace.version != 0) r.fail("t", "a second header (expected one trace file, not several joined)");
     trace.version = r.require<int>("version");
-    if (trace.version != 1) r.fail("version", fmt::format("{} is not supported (expected 1)", trace.version));
+    if (trace.version < oldest_trace_version || trace.version > newest_trace_version) {
+      r.fail("version", fmt::format("{} is not a trace format this overlap reads (versions {} to {})",
+                                    trace.version, oldest_trace_version, newest_trace_version));
+    }
     trace.pid = r.get<std::uint64_t>("pid");
     trace.exe = r.get<std::string>("exe");
   } else if (type == "error") {
@@ -171,6 +191,44 @@ void read_record(const Record& r, const std::string& type, RawTrace& trace) {
 }
 
 }  // namespace
+
+std::optional<std::uint32_t> TraceEnvironment::connections() const {
+  if (!recorded) return std::nullopt;
+  constexpr std::uint32_t unset = 8;  // CUDA's default
+  if (!max_connections || max_connections->empty()) return unset;
+  long value = 0;
+  const char* begin = max_connections->data();
+  const char* end = begin + max_connections->size();
+  const auto [ptr, ec] = std::from_chars(begin, end, value);
+  if (ec == std::errc::result_out_of_range) return DeviceModel::max_connections;
+  if (ec != std::errc{} || value < 1) return unset;
+  return static_cast<std::uint32_t>(std::min<long>(value, DeviceModel::max_connections));
+}
+
+bool TraceEnvironment::launches_blocking() const {
+  if (!launch_blocking) return false;
+  long value = 0;
+  const auto [ptr, ec] =
+      std::from_chars(launch_blocking->data(), launch_blocking->data() + launch_blocking->size(), value);
+  return ec == std::errc{} && value != 0;
+}
+
+DeviceModel with_environment(DeviceModel model, const TraceEnvironment& env,
+                             std::vector<std::string>* applied) {
+  const auto say = [applied](std::string text) {
+    if (applied) applied->push_back(std::move(text));
+  };
+  if (const auto connections = env.connections();
+      connections && model.mapping == queue_mapping::per_stream && *connections != model.connections) {
+    model.connections = *connections;
+    say(fmt::format(
+        "the run had {} connections (CUDA_DEVICE_MAX_CONNECTIONS{})", *connections,
+        env.max_connections ? "=" + *env.max_connections : std::string(" unset: CUDA's default")));
+  }
+  if (env.launches_blocking())
+    say("the run had CUDA_LAUNCH_BLOCKING set: every launch waited for the GPU, so nothing overlapped");
+  return model;
+}
 
 std::string_view to_string(call_class cls) noexcept {
   for (const auto& [c, text] : class_names) {
@@ -217,11 +275,17 @@ RawTrace read_trace(std::istream& in, std::string_view source) {
           fmt::format("{}:{}: not a JSON object (expected one record per line)", source, number));
     }
     const Record record(object, source, number);
-    if (number == 1 && record.get<std::string>("t") != "header")
+    if (trace.version == 0 && record.get<std::string>("t") != "header")
       record.fail("t", "the first record is not a header (expected a trace file written by libovl_inject)");
     read_record(record, record.require<std::string>("t"), trace);
   }
   if (number == 0) throw invalid_input(fmt::format("{}: empty trace file", source));
+  // A one-line file that is not JSON passes the loop as a line cut short.
+  if (trace.version == 0)
+    throw invalid_input(
+        fmt::format("{}:1: not a trace file (no header record; expected JSON lines written "
+                    "by libovl_inject)",
+                    source));
   return trace;
 }
 

@@ -32,6 +32,9 @@ void write_device_record(std::uint32_t ordinal) {
   std::array<char, 256> name{};
   int sms = 0;
   int copy_engines = 0;
+  int concurrent_kernels = 0;
+  int major = 0;
+  int minor = 0;
   {
     const OwnDriverCalls own;
     CUdevice device = 0;
@@ -42,6 +45,14 @@ void write_device_record(std::uint32_t ordinal) {
                     "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
     (void)driver_ok(cuDeviceGetAttribute(&copy_engines, CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, device),
                     "cuDeviceGetAttribute(ASYNC_ENGINE_COUNT)");
+    // What the device allows, beside the environment's connections: whether
+    // kernels of different streams may run at once at all.
+    (void)driver_ok(cuDeviceGetAttribute(&concurrent_kernels, CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS, device),
+                    "cuDeviceGetAttribute(CONCURRENT_KERNELS)");
+    (void)driver_ok(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+                    "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
+    (void)driver_ok(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
+                    "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)");
   }
   name.back() = '\0';
   std::string line;
@@ -50,6 +61,8 @@ void write_device_record(std::uint32_t ordinal) {
       .string("name", name.data())
       .number("sms", sms)
       .number("copy_engines", copy_engines)
+      .boolean("concurrent_kernels", concurrent_kernels != 0)
+      .string("cc", std::to_string(major) + "." + std::to_string(minor))
       .finish();
   write_line(line);
 }

@@ -27,6 +27,7 @@
 #include <string_view>
 
 #include "devices.hpp"
+#include "env_record.hpp"
 #include "record_writer.hpp"
 #include "tracer.hpp"
 
@@ -83,14 +84,19 @@ void write_header(Tracer& t) {
   (void)cupti_ok(cuptiGetVersion(&cupti_version), "cuptiGetVersion");
   std::string line;
   JsonLine(line, "header")
-      .number("version", 1)
+      .number("version", trace_format_version)
       .number("pid", ::getpid())
       .string("exe", exe_path())
       .string("cmdline", command_line())
       .number("cupti", cupti_version)
       .number("start", t.start_time)
       .finish();
-  t.writer.append(line);
+  // Read here, inside the first CUDA call (cuInit): before any context, so
+  // what the driver will use for the connections the streams share.
+  append_env_record(line, [](const char* name) -> const char* {
+    return std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read once, at start-up
+  });
+  t.writer.append(line, 2);
 }
 
 /// Flushes CUPTI and writes the footer, once. From a signal handler the

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "callers.hpp"
+#include "env_record.hpp"
 #include "trace_names.hpp"
 
 namespace overlap::inject {
@@ -89,6 +90,31 @@ TEST(JsonLine, AppendsAfterWhatIsThere) {
   std::string out = "{\"t\":\"x\"}\n";
   JsonLine(out, "y").numbers("empty", {}).finish();
   EXPECT_EQ(out, "{\"t\":\"x\"}\n{\"t\":\"y\",\"empty\":[]}\n");
+}
+
+TEST(EnvRecord, SetVariablesAreStringsAndUnsetOnesAreLeftOut) {
+  std::string out;
+  append_env_record(out, [](const char* name) -> const char* {
+    const std::string_view n(name);
+    if (n == "CUDA_DEVICE_MAX_CONNECTIONS") return "32";
+    if (n == "CUDA_MODULE_LOADING") return "LAZY";
+    return nullptr;  // CUDA_LAUNCH_BLOCKING unset
+  });
+  EXPECT_EQ(out, R"({"t":"env","CUDA_DEVICE_MAX_CONNECTIONS":"32","CUDA_MODULE_LOADING":"LAZY"})"
+                 "\n");
+}
+
+TEST(EnvRecord, NothingSetIsAnEmptyRecordAndValuesAreEscaped) {
+  std::string out;
+  append_env_record(out, [](const char*) -> const char* { return nullptr; });
+  EXPECT_EQ(out, "{\"t\":\"env\"}\n");
+  out.clear();
+  append_env_record(out, [](const char* name) -> const char* {
+    return std::string_view(name) == "CUDA_LAUNCH_BLOCKING" ? "1\"\n" : nullptr;
+  });
+  EXPECT_EQ(out, R"({"t":"env","CUDA_LAUNCH_BLOCKING":"1\"\n"})"
+                 "\n");
+  EXPECT_EQ(trace_format_version, 2);
 }
 
 TEST(TraceFile, NamedAfterTheProcess) {

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -38,11 +39,29 @@ Rules:
   idle-gap                   the GPU idle while the host sits in a CUDA call
   hardware-queue-sharing, unrecorded-event   as in 'overlap check'
 
+Startup, steady state, teardown: findings, measured costs and the verdict
+are about the steady state; startup (context creation, module loading,
+set-up allocations, first launches) is one line. The steady state is the
+NVTX range named by --range; else cudaProfilerStart to cudaProfilerStop;
+else the repeated NVTX range (pushed at least twice) under which the GPU
+worked most, else the single range under which it worked most; else the
+repeating sequence of calls (api, stream, kernel), first to last repetition,
+a slow first one counted as warm-up; else from the first device work after
+the set-up allocations to the last device work.
+
+Severity: races are errors. A trap or idle gap is a warning when its
+predicted saving is at least --min-saving (default 1% of the steady state)
+and it happens in the steady state; otherwise it is info. Queries that
+return not-ready (cudaEventQuery polling) are the host waiting, never issue
+cost; each host thread is judged on its own issue time.
+
 Examples:
   overlap audit -- ./my_app --size 1G
   overlap audit --json -- python3 train.py > audit.json
   overlap audit --fail-on error -- ./my_app        # for CI: fail on races only
   overlap audit --device my-gpu.json -- ./my_app   # predictions on a probed model
+  overlap audit --range train_step -- ./my_app     # the steady state: NVTX range 'train_step'
+  overlap audit --min-saving 0.5 -- ./my_app       # warn from 0.5 ms of predicted saving
 
 The app's standard output goes to standard error, so the report stays
 parseable. Exit codes: 0 nothing at or above --fail-on (default warning),
@@ -54,15 +73,54 @@ struct AuditCommandOptions {
   std::string fail_on = "warning";
   std::string device = "h100";
   double idle_gap = 0.1;
+  std::string range;
+  std::string min_saving = "1%";
   std::string output;
   std::string raw;
   std::string from;
 };
 
+/// --min-saving: "1%" of the steady state, or "0.5" / "0.5ms" milliseconds.
+struct MinSaving {
+  std::optional<double> percent;
+  double ms = 0.0;
+};
+
+MinSaving parse_min_saving(const std::string& text) {
+  std::string number = text;
+  const bool percent = number.ends_with('%');
+  if (percent) number.pop_back();
+  if (!percent && number.ends_with("ms")) number.resize(number.size() - 2);
+  double value = -1.0;
+  std::size_t used = 0;
+  try {
+    value = std::stod(number, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (number.empty() || used != number.size() || !(value >= 0.0) || (percent && value > 100.0))
+    throw invalid_input(fmt::format(
+        "--min-saving: '{}' is not a percentage of the steady state (1%) or milliseconds (0.5)", text));
+  MinSaving m;
+  if (percent) {
+    m.percent = value;
+  } else {
+    m.ms = value;
+  }
+  return m;
+}
+
 int report(const trace::Capture& run, const AuditCommandOptions& o, check::severity fail_on,
            std::vector<std::string> command, int exit_code, Streams io) {
   trace::AuditOptions options;
   options.idle_gap_threshold = o.idle_gap;
+  options.phases.range = o.range;
+  const MinSaving min_saving = parse_min_saving(o.min_saving);
+  if (min_saving.percent) {
+    options.min_saving_fraction = *min_saving.percent / 100.0;
+  } else {
+    options.min_saving_ms = min_saving.ms;
+  }
   trace::AuditReport r = trace::audit(run, DeviceModel::load(o.device), options);
   r.command = std::move(command);
   r.exit_code = exit_code;
@@ -77,7 +135,8 @@ int run_audit(const AuditCommandOptions& o, Streams io) {
   } catch (const invalid_input& e) {
     throw invalid_input(fmt::format("--fail-on: {}", e.what()));
   }
-  (void)DeviceModel::load(o.device);  // a bad model is an error before the app runs
+  (void)DeviceModel::load(o.device);     // a bad model is an error before the app runs
+  (void)parse_min_saving(o.min_saving);  // and so is a bad threshold
   if (!o.from.empty()) {
     if (!o.command.empty()) throw invalid_input("--from: give a trace file or an app, not both");
     const trace::RawTrace raw = trace::load_trace(o.from);
@@ -109,6 +168,12 @@ Subcommand add_audit(CLI::App& parent, Streams io) {
   app->add_option("--idle-gap", o->idle_gap, "Report idle gaps of the GPU from this many milliseconds")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app->add_option("--range", o->range,
+                  "The steady state is this NVTX range (first instance to last); default: see below");
+  app->add_option("--min-saving", o->min_saving,
+                  "A trap is a warning from this predicted saving: a share of the steady state (1%) or ms "
+                  "(0.5); below, info")
+      ->capture_default_str();
   app->add_option("-o,--output", o->output, "Write the report to FILE instead of standard output");
   app->add_option("--raw", o->raw, "Also keep the raw trace (JSON Lines, docs/trace-format.md)");
   app->add_option("--from", o->from, "Audit a raw trace written earlier instead of running an app")

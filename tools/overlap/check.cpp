@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +62,7 @@ or above it, 2 bad input.)";
 struct CheckCommandOptions {
   std::string spec;
   std::string device;
+  std::optional<std::uint32_t> connections;
   bool json = false;
   std::string format = "text";
   std::string fail_on = "warning";
@@ -98,7 +101,8 @@ int run_check(const CheckCommandOptions& o, Streams io) {
   const io::Spec spec = io::load_spec(o.spec);
   std::string device = o.device;
   if (device.empty()) device = spec.device.value_or("h100");
-  const DeviceModel model = DeviceModel::load(device);
+  DeviceModel model = DeviceModel::load(device);
+  if (o.connections) model.connections = *o.connections;  // the run's CUDA_DEVICE_MAX_CONNECTIONS
   const check::Report report = check::check_program(spec.program, model);
   if (o.json || o.format == "json") {
     write_output(o.output, check::format_json(report, fail_on), io);
@@ -122,6 +126,11 @@ Subcommand add_check(CLI::App& parent, Streams io) {
   app->add_option("--device", o->device,
                   "Device model the traps are priced on: a preset or a JSON model file (default: the spec's, "
                   "else h100)");
+  app->add_option(
+         "--connections", o->connections,
+         "CUDA_DEVICE_MAX_CONNECTIONS the program runs with (1-32; default: the model's connections, "
+         "8 in the h100 and hyperq presets)")
+      ->check(CLI::Range(1u, 32u));
   app->add_flag("--json", o->json, "Print the findings as JSON (same as --format json)");
   app->add_option("-f,--format", o->format,
                   "text (default), json, or html: one page with the findings above the predicted timeline, "

@@ -30,7 +30,7 @@ Subcommand add_device(CLI::App& parent, Streams io) {
   overlap simulate spec.yaml --device f.json
 
 A model file may start from a preset and change a few fields:
-  {"base": "h100", "hardware_queues": 32, "api_call_cost_ms": 0.002})");
+  {"base": "h100", "connections": 32, "api_call_cost_ms": 0.002})");
   app->add_option("model", options->model, "Preset name or model JSON file")->capture_default_str();
   app->add_flag("--list", options->list, "List the presets, one per line");
   app->add_option("-o,--output", options->output, "Write to FILE instead of standard output");

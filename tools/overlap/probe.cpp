@@ -2,6 +2,7 @@
 // every command takes with --device FILE.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -32,7 +33,8 @@ so the host's enqueue cost stays out of the copy timings):
     cudaStreamWaitEvent and cudaGraphLaunch; start latencies; event overhead
   - a depth-first pipeline of 256 KiB chunks queued on 8 streams beside the
     same copies as trains: what each hand-over between engines costs
-  - how many streams run kernels at once (CUDA_DEVICE_MAX_CONNECTIONS)
+  - how many streams run kernels at once, and what dependent kernel pairs on
+    32 streams lose to sharing CUDA_DEVICE_MAX_CONNECTIONS connections
   - host memcpy pageable->pinned by thread count; cudaHostRegister per GiB
 Every figure is the median of its repetitions; the model file keeps each
 figure's spread and every raw measurement under "probe".
@@ -112,6 +114,13 @@ std::string summary_text(const probe::probe_measurements& m, const DeviceModel& 
       m.pipeline.train_copy_ms.median * 1e3, model.queued_handover_latency * 1e3);
   text += fmt::format("  kernels of {} streams running at once: {} (CUDA_DEVICE_MAX_CONNECTIONS {})\n",
                       m.streams_tried, m.concurrent_kernels, m.max_connections);
+  text += fmt::format(
+      "  dependent kernel pairs on {} streams over {} connections: {:.2f}x (breadth-first), {:.2f}x "
+      "(depth-first) the time on {} streams\n",
+      m.streams_tried, m.false_dependency.connections,
+      m.false_dependency.slowdown("breadth", m.streams_tried),
+      m.false_dependency.slowdown("depth", m.streams_tried),
+      std::min(m.false_dependency.connections, m.streams_tried));
   std::string staging;
   for (const auto& s : m.staging)
     staging += fmt::format(" {}: {:.1f}", s.threads, s.gigabytes_per_second.median);

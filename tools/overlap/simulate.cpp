@@ -70,6 +70,7 @@ struct SimulateOptions {
   std::string issue = "depth";
   bool non_blocking = false;
   std::string device;
+  std::optional<std::uint32_t> connections;
   std::vector<std::string> formats;
   bool json = false;
   std::string output;
@@ -127,7 +128,8 @@ int run_simulate(const SimulateOptions& o, const CLI::App& app, Streams io) {
     program = program_from_flags(o);
   }
   if (device.empty()) device = "unit";
-  const DeviceModel model = DeviceModel::load(device);
+  DeviceModel model = DeviceModel::load(device);
+  if (o.connections) model.connections = *o.connections;  // the run's CUDA_DEVICE_MAX_CONNECTIONS
   const Timeline timeline = sim::simulate(program, model);
 
   std::string text;
@@ -162,6 +164,11 @@ Subcommand add_simulate(CLI::App& parent, Streams io) {
   app->add_flag("--non-blocking", o->non_blocking, "Create the streams with cudaStreamNonBlocking");
   app->add_option("--device", o->device,
                   "Device model: a preset or a JSON model file (default: the spec's, else unit)");
+  app->add_option(
+         "--connections", o->connections,
+         "CUDA_DEVICE_MAX_CONNECTIONS of the run to predict (1-32; default: the model's connections, "
+         "8 in the h100 and hyperq presets)")
+      ->check(CLI::Range(1u, 32u));
   app->add_option("-f,--format", o->formats,
                   "Output: summary, ascii, mermaid, chrome, json, html (repeat or comma-separate)")
       ->delimiter(',');

@@ -1,7 +1,9 @@
 // overlap::check: races and traps of a stream program, as one report.
 //
 // check_program runs the race detector (races.hpp) and the trap rules
-// (traps.hpp) and gathers their findings; format_text and format_json render
+// (traps.hpp) and gathers their findings, one per pattern with the count of
+// its instances (findings.hpp), so that no rule's findings bury another's;
+// format_text and format_json render
 // the report for people and for scripts. Nothing here needs CUDA or prints.
 //
 //   const Report report = check_program(program, DeviceModel::preset("h100"));
@@ -24,8 +26,15 @@ namespace overlap::check {
 struct CheckOptions {
   bool races = true;  ///< run the race detector
   bool traps = true;  ///< run the trap rules (they simulate the program)
-  /// Races beyond this many are counted as "more" and not listed.
-  std::size_t max_races = 1000;
+  /// Racing pairs counted at most: a badly racy program has quadratically
+  /// many, and the detector stops after this many (the counts are then lower
+  /// bounds, races_truncated says so). The trap rules run whatever it finds.
+  std::size_t max_races = 1'000'000;
+  /// Findings reported at most: one per pattern, and patterns are merged
+  /// more coarsely (races of the same ops in either order, then all races of
+  /// one certainty; a trap's firings per rule) until this many remain.
+  /// Below 10 it may be exceeded: each trap rule keeps a finding of its own.
+  std::size_t max_findings = 20;
   TrapOptions trap_options;  ///< which traps are worth reporting
 };
 
@@ -35,8 +44,9 @@ struct Report {
   std::string device;             ///< the device model the traps were priced on
   std::string time_unit;          ///< unit of every time in the findings
   std::size_t ops = 0;            ///< ops checked
-  std::vector<Finding> findings;  ///< most severe first, then in issue order
-  bool races_truncated = false;   ///< more races than CheckOptions::max_races
+  std::vector<Finding> findings;  ///< one per pattern; most severe first, then in issue order
+  std::size_t races = 0;          ///< racing pairs of ops counted, over every race finding
+  bool races_truncated = false;   ///< the detector stopped at CheckOptions::max_races: there are more
 
   /// Findings of exactly `level`.
   [[nodiscard]] std::size_t count(severity level) const noexcept;

@@ -3,15 +3,20 @@
 // A Finding names its rule, its severity, the ops and streams involved (each
 // op as "ops[3] kernel 'kernel2' on stream2", its index in issue order and
 // its label), a fix sentence, and for the traps the time the model predicts
-// it costs. Races are errors (the program is wrong); traps are warnings (the
-// program is right but slower than it should be); notes on how the hardware
-// shares itself are info.
+// it costs. Races are errors (the program is wrong) when every access they
+// rest on is known by its bytes, warnings marked possible when one is only
+// inferred; traps are warnings (the program is right but slower than it
+// should be); notes on how the hardware shares itself are info. One finding
+// stands for one pattern, with the count of its instances and the first few.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "overlap/check/races.hpp"
@@ -62,15 +67,38 @@ struct OpRef {
   std::string text;                   ///< "ops[3] kernel 'kernel2' on stream2"
 };
 
-/// One thing the checker found.
+/// One occurrence of a finding's pattern: for a race, one racing pair of ops.
+struct Instance {
+  std::vector<OpRef> ops;    ///< its ops, in issue order
+  std::string text;          ///< this occurrence in words (for a race, which bytes each op touches)
+  std::optional<Race> race;  ///< races: this pair
+};
+
+/// A finding lists at most this many of its instances; `count` counts them all.
+inline constexpr std::size_t max_listed_instances = 5;
+
+/// One thing the checker found: one pattern, however many times it occurs.
+///
+/// Races are grouped by what a CUDA programmer would call the same bug: the
+/// same two ops (by kind and label, in the same order and with the same
+/// access modes) racing, whatever the buffer or the pair of streams (a loop
+/// over streams or over buffers repeats one bug). A trap rule that fires
+/// several times on ops with the same labels is one finding too.
 struct Finding {
-  /// error for races, warning for traps, info for notes on how the hardware shares itself.
+  /// error for proven races, warning for traps and possible races, info for
+  /// notes on how the hardware shares itself.
   severity level = severity::warning;
   std::string rule;                  ///< one of rules::*
   std::string message;               ///< what is wrong, one or two sentences
-  std::vector<OpRef> ops;            ///< the ops involved, in issue order
-  std::vector<std::string> streams;  ///< names of the streams involved
-  std::string fix;                   ///< what to change
+  std::vector<OpRef> ops;            ///< the ops involved (a group's: its first instance's), in issue order
+  std::vector<std::string> streams;  ///< names of the streams involved (in all instances)
+  std::string fix;                   ///< what to change, once for every instance
+  /// Races resting on an inferred access (access_source::inferred): the ops
+  /// may not touch the same bytes, so the race is possible, not proven, and
+  /// at most a warning.
+  bool possible = false;
+  std::size_t count = 1;            ///< how many times the pattern occurs (racing pairs, trap firings)
+  std::vector<Instance> instances;  ///< the first max_listed_instances occurrences, in issue order
   /// Traps: simulate(program) - simulate(program with the trap repaired) on
   /// the device model, in the program's time unit. 0 for a no-op wait.
   std::optional<double> time_lost;
@@ -93,7 +121,42 @@ struct Finding {
 /// cudaStreamWaitEvent(stream2) before ops[1]" (or a host-side wait when the
 /// later op runs on the host).
 [[nodiscard]] std::string race_fix(const Program& program, const Race& race);
-/// A race as an error Finding.
+/// A race as a Finding of one instance: an error, or a warning when it rests
+/// on an inferred access (Race::inferred).
 [[nodiscard]] Finding race_finding(const Program& program, const Race& race);
+
+/// Races gathered into one Finding per pattern as they are found, so that a
+/// program with millions of races costs memory per pattern, not per race.
+class RaceGroups {
+ public:
+  explicit RaceGroups(const Program& program) : program_(&program) {}
+  /// Counts `race` in its pattern's group, keeping it if among the first few.
+  void add(const Race& race);
+  /// Racing pairs added so far.
+  [[nodiscard]] std::size_t races() const noexcept { return races_; }
+  /// One finding per pattern, in the order their first races were added;
+  /// patterns are merged more coarsely (same labels in either order, then
+  /// all races of one certainty) until at most `max_findings` remain.
+  [[nodiscard]] std::vector<Finding> findings(std::size_t max_findings) const;
+
+ private:
+  struct Group {
+    std::vector<Race> first;        // the first max_listed_instances races
+    std::size_t count = 0;          // races in the group
+    std::set<stream_id> streams;    // of either op
+    std::set<std::string> buffers;  // the bytes were in
+    bool mixed = false;             // merged from races between differently labelled ops
+  };
+  static void merge(Group& into, const Group& from);
+  const Program* program_;
+  std::vector<Group> groups_;                           // in first-seen order
+  std::unordered_map<std::string, std::size_t> index_;  // pattern key: position in groups_
+  std::size_t races_ = 0;
+};
+
+/// Merges findings of one rule whose ops have the same kinds and labels (a
+/// trap fired on every iteration of a loop) into one with their count; if
+/// more than `max_findings` remain, merges each rule's into one.
+[[nodiscard]] std::vector<Finding> group_findings(std::vector<Finding> findings, std::size_t max_findings);
 
 }  // namespace overlap::check

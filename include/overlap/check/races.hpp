@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -37,6 +38,10 @@ struct Race {
   access_mode second_mode = access_mode::write;  ///< how the second op touches it
   std::uint32_t first_access = 0;                ///< index into ops[first].accesses
   std::uint32_t second_access = 0;               ///< index into ops[second].accesses
+  /// One of the two accesses is only inferred (access_source::inferred): the
+  /// ops may not touch these bytes at all, so the race is possible, not proven.
+  /// A pair racing on exact accesses too is reported by those (inferred false).
+  bool inferred = false;
 
   /// Equal when every field is.
   bool operator==(const Race&) const = default;
@@ -57,6 +62,13 @@ struct RaceReport {
 
 /// Finds every pair of racing ops in `program`.
 [[nodiscard]] RaceReport find_races(const Program& program, const RaceOptions& options = {});
+
+/// Calls `visit` with each race, in find_races' order, without keeping them:
+/// a racy trace can have millions, and a caller that groups them needs none
+/// of them stored. Stops when `visit` returns false or after
+/// options.max_races; returns true when it stopped early (there may be more).
+bool visit_races(const Program& program, const std::function<bool(const Race&)>& visit,
+                 const RaceOptions& options = {});
 
 /// Thrown by require_race_free: the program has races; the message lists the first.
 class race_error : public error {

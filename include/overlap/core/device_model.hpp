@@ -20,7 +20,8 @@ namespace overlap {
 
 /// How streams map onto the device's hardware work queues.
 enum class queue_mapping : std::uint8_t {
-  /// Hyper-Q: stream i uses queue i mod hardware_queues, in issue order.
+  /// Hyper-Q: stream i feeds connection i mod DeviceModel::connections, in
+  /// issue order (see DeviceModel::connections for what sharing one costs).
   per_stream,
   /// Fermi: one queue per engine (copy, compute) fed in host issue order; a
   /// blocked op at the head of a queue blocks everything behind it.
@@ -96,14 +97,27 @@ struct DeviceModel {
   std::string name = "custom";  ///< preset name or a label; becomes the simulated Timeline's device
 
   queue_mapping mapping = queue_mapping::per_stream;  ///< how streams map onto hardware queues
-  /// Hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS, default 8) for
-  /// queue_mapping::per_stream; streams beyond it share queues.
-  std::uint32_t hardware_queues = 8;
+  /// Connections (hardware work queues) the streams are spread over for
+  /// queue_mapping::per_stream: CUDA_DEVICE_MAX_CONNECTIONS in force, 8 when
+  /// unset, 1 to 32. It is not how many kernels run at once (32 single-kernel
+  /// streams all run at once over 8 connections on an H100: nothing blocks the
+  /// head of a queue) but what ops of streams sharing one connection pay: an op
+  /// at the head of the connection that must wait for its stream's previous op
+  /// holds up the ops behind it, whatever their stream (a false dependency; 32
+  /// streams of dependent kernel pairs issued stream by stream ran 2.49x slower
+  /// over 8 connections than over 32 on an H100, and breadth-first 1.02x). The run's environment overrides it: `overlap audit`
+  /// reads it from the trace, `overlap simulate/check` take --connections.
+  /// A JSON model's `hardware_queues`, the field's name before, still reads
+  /// (docs/hardware.md says how).
+  std::uint32_t connections = 8;
+  /// CUDA_DEVICE_MAX_CONNECTIONS' upper limit: the driver uses at most 32.
+  static constexpr std::uint32_t max_connections = 32;
   /// False: one copy engine serves both directions, one copy at a time.
   bool copy_engine_per_direction = true;
   /// How a copy engine picks among ready copies of different streams.
   copy_arbitration arbitration = copy_arbitration::earliest_ready;
-  /// Largest number of kernels resident at once (1 = no concurrent kernels).
+  /// Largest number of kernels resident at once (1 = no concurrent kernels):
+  /// how many kernels run at once, whatever the connections.
   std::uint32_t max_concurrent_kernels = 128;
   /// True: running kernels share the SMs' throughput, each asking its
   /// gpu_share and slowed when the asks exceed the GPU (src/sim/sm_sharing);

@@ -74,12 +74,26 @@ enum class call_mode : std::uint8_t {
 /// How an op touches a buffer: only the checker reads these.
 enum class access_mode : std::uint8_t { read, write };
 
+/// How an Access came to be known; the checker trusts only exact ones.
+enum class access_source : std::uint8_t {
+  /// Known byte for byte: stated by the program (a spec file, a builder) or
+  /// exact by nature (a traced copy's or memset's bytes, a host read of them).
+  declared,
+  /// Guessed from a kernel's pointer parameter: the kernel may touch fewer
+  /// bytes (or more), so a race resting on it is only possible.
+  inferred,
+  /// Observed while the kernel ran: as exact as declared.
+  measured,
+};
+
 /// A byte range of a named buffer that an op reads or writes.
 struct Access {
   std::string buffer;                    ///< a name the program gives the buffer
   std::uint64_t offset = 0;              ///< first byte
   std::optional<std::uint64_t> size;     ///< bytes; empty means "to the end of the buffer"
   access_mode mode = access_mode::read;  ///< whether the op reads or writes the range
+  /// How the range is known: races on inferred ranges are reported as possible, not certain.
+  access_source source = access_source::declared;
 };
 
 /// One host call or host activity, in issue order.
@@ -120,6 +134,8 @@ struct Op {
 [[nodiscard]] std::string_view to_string(stream_kind kind) noexcept;
 [[nodiscard]] std::string_view to_string(copy_direction direction) noexcept;
 [[nodiscard]] std::string_view to_string(host_memory memory) noexcept;
+/// "declared", "inferred" or "measured", as spec files write an access's source.
+[[nodiscard]] std::string_view to_string(access_source source) noexcept;
 
 /// A stream program: streams, events and ops in host issue order.
 ///

@@ -6,6 +6,7 @@
 // decided its start time, so a report can say *why* a run was not faster.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -81,6 +82,10 @@ struct HostSpan {
   std::string label;                                 ///< e.g. "cudaStreamSynchronize(Stream1)"
   double start = 0.0;                                ///< in time_unit from the run's start
   double end = 0.0;                                  ///< when it ended (>= start)
+  /// The host thread it ran on: an index into Timeline::host_threads. A
+  /// simulated run has one host thread; a traced one, one per OS thread
+  /// that called CUDA, so each gets its own lane.
+  std::size_t thread = 0;
 };
 
 /// A predicted or measured run of a Program.
@@ -90,7 +95,10 @@ struct Timeline {
   std::string time_unit = "ms";      ///< unit of every time below
   std::vector<Stream> streams;       ///< copied from the Program, indexed by stream_id
   std::vector<Span> spans;           ///< one per stream op, in issue order
-  std::vector<HostSpan> host_spans;  ///< the issuing host thread's calls, blocked waits and work
+  std::vector<HostSpan> host_spans;  ///< the host threads' calls, blocked waits and work
+  /// Names of the host threads HostSpan::thread indexes, one lane each. One,
+  /// "host", unless a trace saw calls from several OS threads.
+  std::vector<std::string> host_threads = {"host"};
   /// What the same work takes run one op at a time with no overlap: the sum
   /// of every op's solo duration and of host work. Speedup is this over total().
   double sequential_time = 0.0;

@@ -68,7 +68,7 @@ enum class critical_path : std::uint8_t {
 struct MappingOptions {
   /// The most streams the pool may hold, >= 1. More streams than the device
   /// has hardware queues share queues, which brings back false dependencies
-  /// in hardware (DeviceModel::hardware_queues, CUDA_DEVICE_MAX_CONNECTIONS,
+  /// in hardware (DeviceModel::connections, CUDA_DEVICE_MAX_CONNECTIONS,
   /// 8 by default): cuda::Graph takes this from the device.
   std::uint32_t max_streams = 8;
   /// Whether the critical path gets a high-priority stream of its own (only with max_streams >= 2).

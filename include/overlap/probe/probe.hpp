@@ -5,7 +5,8 @@
 // directions at once, two streams copying the same direction, how the copy
 // engine orders copies queued on several streams, per-call host costs, the
 // delay before an op that waited for another engine starts, event timing
-// overhead, how many streams run kernels at once (hardware queues), host
+// overhead, how many streams run kernels at once, what dependent kernel
+// pairs on more streams than connections lose to shared connections, host
 // pageable->pinned copy rates by thread count and cudaHostRegister's cost.
 // The GPU is held by a spin kernel while each train is queued, so the host's
 // enqueue cost stays out of the copy timings. model_from_probe() turns the
@@ -84,6 +85,28 @@ struct host_call_costs {
   measured graph_launch_ms;  ///< cudaGraphLaunch of a 3-node graph
 };
 
+/// Dependent kernel pairs (A then B, 1-block spin kernels) on `streams`
+/// streams: from the first kernel's start to the last one's end.
+struct false_dependency_run {
+  std::string issue;     ///< "breadth" (every stream's A, then every B) or "depth" (A, B stream by stream)
+  unsigned streams = 0;  ///< streams, one pair each, created in one go (connections round-robin)
+  measured makespan_ms;  ///< first start to last end, globaltimer
+};
+
+/// The false dependency of shared connections: dependent pairs on more
+/// streams than CUDA_DEVICE_MAX_CONNECTIONS against as many streams as
+/// connections. Alone, each pair takes two spins; run side by side on their
+/// own connections, all pairs together take about two spins as well.
+struct false_dependency_test {
+  unsigned connections = 0;  ///< CUDA_DEVICE_MAX_CONNECTIONS in force while measured (8 when unset)
+  unsigned spin_us = 0;      ///< each kernel's spin
+  /// Per issue order: on min(connections, 32) streams, then on 32 streams.
+  std::vector<false_dependency_run> runs;
+  /// Makespan on `streams` streams over makespan on the fewest streams run,
+  /// for `issue`; 0 when either was not run.
+  [[nodiscard]] double slowdown(const std::string& issue, unsigned streams) const;
+};
+
 /// Host memcpy from pageable into pinned memory with N threads.
 struct staging_point {
   unsigned threads = 0;           ///< host threads the copy is split over
@@ -132,6 +155,9 @@ struct probe_measurements {
   unsigned streams_tried = 0;
   unsigned concurrent_kernels = 0;  ///< most 1-block kernels of different streams seen running at once
   unsigned max_connections = 0;     ///< CUDA_DEVICE_MAX_CONNECTIONS in force (8 when unset)
+  /// Dependent kernel pairs on more streams than connections vs. as many:
+  /// what sharing a connection costs (DeviceModel::connections).
+  false_dependency_test false_dependency;
   /// Per thread count: 1, 2, 4, ... up to the host's cores, at most 16.
   std::vector<staging_point> staging;
   measured register_ms_per_gib;    ///< cudaHostRegister
@@ -150,6 +176,12 @@ struct probe_measurements {
 /// Measures the current device; throws cuda_error, or overlap::error when
 /// there is no CUDA device ("no CUDA device").
 [[nodiscard]] probe_measurements run_probe(const probe_options& options);
+
+/// Measures false_dependency_test on the current device with `spin_us`
+/// kernels, `reps` times per run, on min(connections in force, streams) and
+/// on `streams` streams (at most 32), both issue orders. Throws cuda_error.
+[[nodiscard]] false_dependency_test measure_false_dependency(unsigned streams = 32, unsigned spin_us = 2000,
+                                                             unsigned reps = 5);
 
 /// The DeviceModel the measurements describe (name: the device's), with a
 /// ProbeRecord of where and when, and every figure's spread.

@@ -23,6 +23,7 @@
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/metrics.hpp"
 #include "overlap/trace/capture.hpp"
+#include "overlap/trace/phases.hpp"
 
 namespace overlap::trace {
 
@@ -36,8 +37,21 @@ inline constexpr std::string_view idle_gap = "idle-gap";
 struct AuditOptions {
   /// Idle gaps of the whole device shorter than this are not reported (ms).
   double idle_gap_threshold = 0.1;
-  /// Which traps to report; their minimum fraction is of the device's active window, not the whole run.
-  check::TrapOptions traps;
+  /// Which traps the checker lists at all: min_time_lost_fraction is of the
+  /// steady state. 0 (the default): every trap the model prices above
+  /// rounding is listed, and its severity follows min_saving_fraction.
+  check::TrapOptions traps{.min_time_lost_fraction = 0.0};
+  /// A trap (or idle gap) is a warning only when its predicted saving is at
+  /// least this fraction of the steady state's length; below that it is info.
+  /// Idle gaps below it are not reported at all.
+  double min_saving_fraction = 0.01;
+  /// The same threshold in milliseconds; when set, it replaces min_saving_fraction.
+  std::optional<double> min_saving_ms;
+  /// How the steady state is found (--range).
+  PhaseOptions phases;
+  /// Findings reported at most (one per pattern; patterns merge more
+  /// coarsely beyond it, see check::CheckOptions::max_findings): a report fits a screen.
+  std::size_t max_findings = 20;
 };
 
 /// An op as the audit shows it: the call that issued it and where from.
@@ -57,17 +71,26 @@ struct MeasuredCost {
   std::string text;   ///< "the host sat blocked 41.2 ms in 32 pageable copies"
 };
 
-/// One thing the audit found.
+/// One occurrence of a finding's pattern (for a race, one racing pair of ops).
+struct AuditInstance {
+  std::vector<AuditOp> ops;  ///< its ops, in issue order
+  std::string text;          ///< the occurrence in words
+};
+
+/// One thing the audit found: one pattern, however many times it occurs.
 struct AuditFinding {
-  /// error for races, warning for traps and idle gaps, info for notes on the hardware.
+  /// error for proven races, warning for possible races, traps and idle
+  /// gaps, info for notes on the hardware.
   check::severity level = check::severity::warning;
   std::string rule;  ///< one of check::rules or trace::rules
-  /// "certain", or "possible" for races on kernels, whose accesses are
-  /// assumed from their pointer parameters.
+  /// "certain", or "possible" for races resting on a kernel's accesses,
+  /// which are inferred from its pointer parameters (at most warnings).
   std::string certainty = "certain";
+  std::size_t count = 1;                 ///< how many times the pattern occurs (racing pairs of ops, ...)
+  std::vector<AuditInstance> instances;  ///< the first few occurrences, in issue order
   std::string message;                   ///< what is wrong, in sentences
   std::string fix;                       ///< what to change
-  std::vector<AuditOp> ops;              ///< the ops involved, in issue order
+  std::vector<AuditOp> ops;              ///< the ops involved (a group's first instance's), in issue order
   std::vector<std::string> streams;      ///< names of the streams involved
   std::optional<MeasuredCost> measured;  ///< what it cost in the trace, where the trace shows it
   /// Predicted on the device model: simulate(captured) - simulate(repaired).
@@ -83,6 +106,18 @@ struct Verdict {
   double active = 0.0;
   double floor = 0.0;  ///< the busiest engine's (or the host's issue) time, ms
   std::string text;    ///< the verdict in sentences, with what repairing the findings saves
+  /// The steady state's length, ms: what the bound, the floor and the
+  /// metrics are about (see AuditReport::phases).
+  double steady = 0.0;
+};
+
+/// What one host thread did in the steady state, ms.
+struct HostThreadUse {
+  std::string name;      ///< Timeline::host_threads' name: "host", "host thread 2 (tid 4242)"
+  double issuing = 0.0;  ///< in calls that issue or order work (the host-issue bound is judged on this)
+  double blocked = 0.0;  ///< waiting for the device: synchronizing calls, blocking copies, polling
+  double polling = 0.0;  ///< the part of `blocked` spent polling queries that returned not-ready
+  double work = 0.0;     ///< its own work between calls, and calls that issue nothing
 };
 
 /// The audit of one traced run.
@@ -97,8 +132,10 @@ struct AuditReport {
   std::size_t ops = 0;                 ///< ops of the captured Program
   std::size_t streams = 0;             ///< streams of the captured Program
   std::vector<AuditFinding> findings;  ///< most severe first, then in issue order
-  Verdict verdict;                     ///< what bounds the run
-  Metrics metrics;                     ///< of the measured Timeline
+  Verdict verdict;                     ///< what bounds the run's steady state
+  Phases phases;                       ///< startup, steady state and teardown
+  std::vector<HostThreadUse> threads;  ///< per host thread, in the steady state
+  Metrics metrics;                     ///< of the measured Timeline's steady state
   std::vector<std::string> notes;      ///< what the capture could not do
 
   /// Findings of exactly severity `level`.

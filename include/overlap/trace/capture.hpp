@@ -10,13 +10,16 @@
 // and the simulation of the Program can be compared with what happened.
 //
 // Accesses come from pointers: a copy writes its destination and reads its
-// source. A kernel is assumed to read and write each allocation one of its
-// 8-byte parameters points into; where a copy or memset starts exactly at that
-// pointer, the access is narrowed to that copy's bytes (the chunk a pipeline
-// kernel works on). After each synchronizing call the host is assumed to read
-// what the device-to-host copies it waited for wrote (a trace cannot see host
-// loads). So races on kernels are "possible" at that granularity, while races
-// between copies are certain.
+// source, byte for byte. A kernel is assumed to read and write, from each of
+// its 8-byte parameters that points into an allocation, the part starting
+// there: up to the next pointer into that allocation the trace shows used as
+// a start (by a kernel, copy or memset), no further than a copy or memset
+// starting at that very pointer reaches, else to the allocation's end (so
+// `kernel<<<g, b, 0, s[i]>>>(d + i * n)` on several streams touches disjoint
+// slices). Those accesses are marked access_source::inferred. After each
+// synchronizing call the host is assumed to read what the device-to-host
+// copies it waited for wrote (a trace cannot see host loads). So races on
+// kernels are "possible" (warnings), while races between copies are certain.
 #pragma once
 
 #include <cstdint>
@@ -66,6 +69,12 @@ struct OpOrigin {
   /// An allocation or free call (device, pinned, managed or stream-ordered),
   /// whether it synchronized (an implicit-sync op) or not (host work).
   bool allocation = false;
+  /// Host work that stands for not-ready polls in a row (cudaEventQuery and
+  /// the like returning cudaErrorNotReady) on one thread: the host waiting
+  /// for the device, never issue cost. call_end is the last poll's end.
+  bool polling = false;
+  /// The host thread that made the call: an index into Timeline::host_threads.
+  std::size_t thread = 0;
 };
 
 /// An NVTX range in trace time (milliseconds from the trace start).
@@ -110,6 +119,12 @@ struct Capture {
   std::uint64_t dropped = 0;          ///< records lost, as the footer counts them
   std::vector<std::string> notes;     ///< what the conversion could not do, for the report
   Calibration calibration;            ///< what the run measured, for calibrate()
+  TraceEnvironment env;               ///< the traced process's environment (with_environment())
+  /// From each cudaProfilerStart (cuProfilerStart) to the next Stop, in host order.
+  std::vector<CapturedRange> profiled;
+  /// When the first CUDA call returned, ms from the trace start: the driver
+  /// loads the tracer and creates the context inside it.
+  double first_call_end = 0.0;
 };
 
 /// `model` with what `run` measured put in: the host's wake-up latency after

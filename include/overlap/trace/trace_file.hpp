@@ -3,8 +3,9 @@
 // libovl_inject.so (tools/inject) writes a JSON Lines file per traced
 // process (docs/trace-format.md); read_trace parses one back into a RawTrace:
 // the host's API calls with their arguments and host times, the device work
-// CUPTI measured, the streams, NVTX ranges, and whether the file is complete.
-// Nothing here needs CUDA, so recorded files are test fixtures.
+// CUPTI measured, the streams, NVTX ranges, the environment that shaped the
+// run (version 2) and whether the file is complete. Nothing here needs CUDA,
+// so recorded files are test fixtures.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,13 @@
 #include <string_view>
 #include <vector>
 
+#include "overlap/core/device_model.hpp"
+
 namespace overlap::trace {
+
+/// Trace format versions this reader reads: 1 (no `env` record) and 2.
+inline constexpr int oldest_trace_version = 1;
+inline constexpr int newest_trace_version = 2;  ///< what libovl_inject writes
 
 /// The family of an API call, which says which fields it carries.
 enum class call_class : std::uint8_t {
@@ -107,12 +114,42 @@ struct DeviceRecord {
   int index = 0;         ///< the device ordinal
   std::string name;      ///< e.g. "NVIDIA H100 80GB HBM3"
   int sms = 0;           ///< its streaming multiprocessors
-  int copy_engines = 0;  ///< its asynchronous copy engines
+  int copy_engines = 0;  ///< its asynchronous copy engines (CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT)
+  /// Whether it runs kernels of different streams at once
+  /// (CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS); empty in version 1 traces.
+  std::optional<bool> concurrent_kernels;
+  std::string compute_capability;  ///< "9.0"; empty in version 1 traces
 };
+
+/// The traced process's environment variables that shape how its work runs,
+/// as the `env` record (version 2) gives them; an empty optional is a
+/// variable that was not set.
+struct TraceEnvironment {
+  /// The trace has an `env` record. False for version 1 traces: nothing is
+  /// known, and the device model's own figures stand.
+  bool recorded = false;
+  std::optional<std::string> max_connections;  ///< CUDA_DEVICE_MAX_CONNECTIONS
+  std::optional<std::string> module_loading;   ///< CUDA_MODULE_LOADING ("LAZY", "EAGER")
+  std::optional<std::string> launch_blocking;  ///< CUDA_LAUNCH_BLOCKING ("1": every launch synchronous)
+
+  /// The connections the driver used: CUDA_DEVICE_MAX_CONNECTIONS clamped to
+  /// 1..32, 8 when unset or not a number; empty when nothing was recorded.
+  [[nodiscard]] std::optional<std::uint32_t> connections() const;
+  /// CUDA_LAUNCH_BLOCKING was set to a non-zero number.
+  [[nodiscard]] bool launches_blocking() const;
+};
+
+/// `model` as it ran in `env`: the connections in force (for
+/// queue_mapping::per_stream). `applied` receives a sentence per change or
+/// notable variable (CUDA_LAUNCH_BLOCKING), for the report. A version 1
+/// trace's environment (not recorded) changes nothing.
+[[nodiscard]] DeviceModel with_environment(DeviceModel model, const TraceEnvironment& env,
+                                           std::vector<std::string>* applied = nullptr);
 
 /// A parsed trace file.
 struct RawTrace {
-  int version = 0;                                 ///< the header's format version; only 1 is read
+  int version = 0;                                 ///< the header's format version: 1 or 2
+  TraceEnvironment env;                            ///< the process's environment (version 2)
   std::uint64_t pid = 0;                           ///< the traced process's id
   std::string exe;                                 ///< its executable's path (for Python, the interpreter)
   std::vector<DeviceRecord> devices;               ///< the devices it used, in the order first seen
@@ -130,8 +167,9 @@ struct RawTrace {
 
 /// Parses a trace; `source` names it in errors ("trace.123.jsonl:17: ...").
 /// A last line cut short (the process was killed while writing) is ignored
-/// and leaves `complete` false; any other malformed line throws
-/// overlap::invalid_input naming the line and the field.
+/// and leaves `complete` false; any other malformed line, a file whose first
+/// record is not a header (or with a second header), and a version other
+/// than 1 or 2 throw overlap::invalid_input with one line naming the problem.
 [[nodiscard]] RawTrace read_trace(std::istream& in, std::string_view source);
 /// Reads the file at `path`.
 [[nodiscard]] RawTrace load_trace(const std::filesystem::path& path);

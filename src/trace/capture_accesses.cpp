@@ -1,0 +1,68 @@
+// Kernel accesses inferred from pointer parameters: see capture_accesses.hpp.
+#include "capture_accesses.hpp"
+
+#include <algorithm>
+
+namespace overlap::trace::detail {
+
+KernelExtents::KernelExtents(const RawTrace& trace, const std::vector<std::size_t>& order) {
+  // The same allocation history as the conversion, so a pointer lands in
+  // the buffer (by name) it will land in there, address reuse included.
+  Allocations live;
+  const auto start_at = [&](std::uint64_t ptr, std::uint64_t bytes) {
+    const auto region = live.find(ptr);
+    if (!region) return;
+    std::uint64_t& reach = starts_[region->buffer][region->offset];
+    if (bytes > 0) reach = std::max(reach, region->offset + bytes);
+  };
+  for (const std::size_t i : order) {
+    const Call& c = trace.calls[i];
+    switch (c.cls) {
+      case call_class::alloc: live.add(c.ptr, c.bytes, c.memory); break;
+      case call_class::free: live.remove(c.ptr); break;
+      case call_class::host_register: live.add(c.ptr, c.bytes, "registered"); break;
+      case call_class::host_unregister: live.remove(c.ptr); break;
+      case call_class::copy:
+        if (c.bytes == 0) break;
+        start_at(c.src, c.bytes);
+        start_at(c.dst, c.bytes);
+        break;
+      case call_class::memset:
+        if (c.bytes > 0) start_at(c.dst, c.bytes);
+        break;
+      case call_class::launch:
+        for (const std::uint64_t p : c.ptrs) start_at(p, 0);
+        break;
+      default: break;
+    }
+  }
+}
+
+std::vector<Access> KernelExtents::kernel_accesses(const std::vector<std::uint64_t>& ptrs,
+                                                   const Allocations& live) const {
+  std::vector<Access> accesses;
+  for (const std::uint64_t p : ptrs) {
+    const auto region = live.find(p);
+    if (!region) continue;
+    std::uint64_t end = region->size;
+    if (const auto buffer = starts_.find(region->buffer); buffer != starts_.end()) {
+      const auto& starts = buffer->second;
+      if (const auto next = starts.upper_bound(region->offset); next != starts.end())
+        end = std::min(end, next->first);
+      if (const auto here = starts.find(region->offset); here != starts.end() && here->second > 0)
+        end = std::min(end, here->second);
+    }
+    const std::uint64_t size = end - region->offset;
+    const bool known = std::any_of(accesses.begin(), accesses.end(), [&](const Access& a) {
+      return a.buffer == region->buffer && a.offset == region->offset && a.size == size;
+    });
+    if (known) continue;
+    accesses.push_back(
+        Access{region->buffer, region->offset, size, access_mode::read, access_source::inferred});
+    accesses.push_back(
+        Access{region->buffer, region->offset, size, access_mode::write, access_source::inferred});
+  }
+  return accesses;
+}
+
+}  // namespace overlap::trace::detail

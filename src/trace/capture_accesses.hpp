@@ -1,0 +1,50 @@
+// The capture pass that infers what a kernel touches from its pointer
+// parameters.
+//
+// A trace shows a kernel's 8-byte parameters, not the bytes it loads and
+// stores. A parameter that points into an allocation is taken to start the
+// kernel's part of it: programs split work as `kernel<<<g, b, 0, s[i]>>>(d + i * n)`,
+// so the part runs from that pointer to the next pointer into the same
+// allocation that the trace shows being used as a start (by any kernel's
+// parameter, copy or memset, at any time while the allocation lived), no
+// further than the largest copy or memset that starts at that very pointer,
+// else to the allocation's end. Disjoint slices of one buffer on several
+// streams then never overlap. The accesses are marked inferred: the checker
+// reports races resting on them as possible, never as errors.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "allocations.hpp"
+#include "overlap/core/program.hpp"
+#include "overlap/trace/trace_file.hpp"
+
+namespace overlap::trace::detail {
+
+/// Where the trace shows each allocation's pieces start, for the whole run.
+class KernelExtents {
+ public:
+  /// Replays the allocations and frees of `trace.calls[order]` (host order,
+  /// as capture converts them, so buffers get the same names) and records
+  /// every pointer used as a start: kernel pointer parameters, copy sources
+  /// and destinations, memset destinations; and how far copies and memsets
+  /// starting there reach.
+  KernelExtents(const RawTrace& trace, const std::vector<std::size_t>& order);
+
+  /// The inferred accesses of a kernel launched with pointer parameters
+  /// `ptrs` while `live` are the allocations: a read and a write of each
+  /// part a parameter starts (one per distinct part); pointers into no
+  /// allocation are not accesses.
+  [[nodiscard]] std::vector<Access> kernel_accesses(const std::vector<std::uint64_t>& ptrs,
+                                                    const Allocations& live) const;
+
+ private:
+  // Per buffer: offsets used as starts, each with the end of the largest
+  // copy or memset starting there (0: none does).
+  std::map<std::string, std::map<std::uint64_t, std::uint64_t>> starts_;
+};
+
+}  // namespace overlap::trace::detail
