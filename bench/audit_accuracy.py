@@ -30,11 +30,11 @@ import json
 import os
 import re
 import shlex
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+from audit_common import json_in, log, median, run
 
 # (app, the rule it plants): the apps whose trap costs time.
 TIMED_APPS = [
@@ -48,42 +48,6 @@ TIMED_APPS = [
 TOLERANCE = 0.25  # predicted / measured within 1 +- this
 OVERHEAD_TARGET = 1.10
 OK_LINE = re.compile(r"^app_\w+(?: repaired)?: ok ([0-9.]+) ms", re.MULTILINE)
-
-
-def log(message):
-    print(message, file=sys.stderr, flush=True)
-
-
-def median(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
-def json_in(text):
-    """The JSON object that starts the first line beginning with '{', or None."""
-    at = 0 if text.startswith("{") else text.find("\n{")
-    if at < 0:
-        return None
-    try:
-        return json.loads(text[at:].lstrip("\n"))
-    except json.JSONDecodeError:
-        return None
-
-
-def run(command, cwd, timeout):
-    """Runs command; returns (exit code or None on timeout, stdout, stderr, seconds)."""
-    started = time.perf_counter()
-    try:
-        done = subprocess.run(command, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              errors="replace", timeout=timeout, check=False)
-    except subprocess.TimeoutExpired as expired:
-        out = expired.stdout or ""
-        err = expired.stderr or ""
-        return None, out if isinstance(out, str) else out.decode(errors="replace"), \
-            err if isinstance(err, str) else err.decode(errors="replace"), time.perf_counter() - started
-    except OSError as error:
-        return None, "", str(error), time.perf_counter() - started
-    return done.returncode, done.stdout, done.stderr, time.perf_counter() - started
 
 
 # --- accuracy ----------------------------------------------------------------------------

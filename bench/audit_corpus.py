@@ -54,11 +54,11 @@ import os
 import re
 import shlex
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+from audit_common import json_in, log, median, run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEVERITY = {"info": 0, "warning": 1, "error": 2}
@@ -73,17 +73,9 @@ BOUNDS = [("false serialization", ("serializ", "false dep", "queue")),
           ("launch latency", ("latency",)),
           ("copy engines", ("copy", "transfer", "dma")),
           ("host issue", ("issue",)),
-          ("synchronization", ("synchron", "sync", "idle", "waiting")),
+          # The audit's "host synchronization" is the truth's "synchronization".
+          ("synchronization", ("host synchronization", "synchron", "sync", "idle", "waiting")),
           ("compute", ("compute", "kernel", "sm "))]
-
-
-def log(message):
-    print(message, file=sys.stderr, flush=True)
-
-
-def median(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
 
 
 def canonical_bound(text):
@@ -98,35 +90,6 @@ def canonical_bound(text):
         if any(w in low for w in words):
             return name
     return low.strip()
-
-
-def json_in(text):
-    """The JSON object that starts the first line beginning with '{', or None."""
-    if not text:
-        return None
-    at = 0 if text.startswith("{") else text.find("\n{")
-    if at < 0:
-        return None
-    try:
-        return json.loads(text[at:].lstrip("\n"))
-    except json.JSONDecodeError:
-        return None
-
-
-def run(command, env, cwd, timeout):
-    """Runs command; returns (exit code or None on timeout, stdout, stderr, seconds)."""
-    started = time.perf_counter()
-    try:
-        done = subprocess.run(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              errors="replace", timeout=timeout, check=False)
-    except subprocess.TimeoutExpired as expired:
-        out = expired.stdout or ""
-        err = expired.stderr or ""
-        return None, out if isinstance(out, str) else out.decode(errors="replace"), \
-            err if isinstance(err, str) else err.decode(errors="replace"), time.perf_counter() - started
-    except OSError as error:
-        return None, "", str(error), time.perf_counter() - started
-    return done.returncode, done.stdout, done.stderr, time.perf_counter() - started
 
 
 def tail(text, lines=3):
@@ -290,7 +253,7 @@ class Corpus:
         return env
 
     def plain(self, command, env):
-        code, out, err, seconds = run(command, env, self.scratch, self.args.timeout)
+        code, out, err, seconds = run(command, self.scratch, self.args.timeout, env)
         return {"exit_code": code, "wall_ms": seconds * 1000.0, "output": out + "\n" + err,
                 "error": None if code == 0 else f"exit {code}: {tail(err or out)}"}
 
@@ -302,7 +265,7 @@ class Corpus:
                 os.remove(path)
         full = [self.overlap, "audit", "--json", "-o", report_path, "--raw", raw_path] + \
             shlex.split(self.args.audit_args or "") + ["--"] + command
-        code, out, err, seconds = run(full, env, self.scratch, self.args.timeout)
+        code, out, err, seconds = run(full, self.scratch, self.args.timeout, env)
         report = None
         if os.path.exists(report_path):
             with open(report_path, encoding="utf-8", errors="replace") as f:
@@ -577,7 +540,7 @@ def score_traces(args):
             truth = json.load(f)
         command = [os.path.abspath(args.overlap), "audit", "--json", "--from", os.path.join(args.from_traces, name)] + \
             shlex.split(args.audit_args or "")
-        code, out, err, seconds = run(command, None, None, args.timeout)
+        code, out, err, seconds = run(command, None, args.timeout)
         report = json_in(out)
         if report is None:
             rows.append({"id": pid, "variant": variant, "error": f"no report (exit {code}): {tail(err or out)}"})
@@ -650,7 +613,7 @@ def worse_than(summary, baseline):
 
 
 def device_name():
-    code, out, _, _ = run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], None, None, 30)
+    code, out, _, _ = run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], None, 30)
     return out.strip().splitlines()[0] if code == 0 and out.strip() else None
 
 

@@ -20,14 +20,8 @@ R=$(mktemp -d)
 log="$OUT/audit-device-run.log"
 steps=${*:-"tests gpu-tests apps python accuracy fidelity overhead"}
 status=0
-step() {  # step NAME COMMAND...: run, append to the log, remember failures
-  local name=$1; shift
-  echo "=== $name: $*" | tee -a "$log"
-  local started=$SECONDS
-  "$@" >>"$log" 2>&1; local rc=$?
-  echo "=== $name: exit $rc ($((SECONDS - started)) s)" | tee -a "$log"
-  [ $rc -eq 0 ] || status=1
-}
+# shellcheck source=scripts/device-steps.sh
+source "$(dirname "$0")/device-steps.sh"
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } >"$R/device.txt" 2>&1
 cat "$R/device.txt" >>"$log"
 

@@ -9,7 +9,8 @@
 # A step whose prerequisite is missing (a machine handed back between calls)
 # builds it first, so any step list works on a fresh machine.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 [ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
@@ -21,14 +22,8 @@ log="$OUT/corpus-device-run.log"
 traces=$(mktemp -d)
 steps=${*:-"build gpu-tests false-dependency apps corpus-build static shared python"}
 status=0
-step() {  # step NAME COMMAND...: run, append to the log, remember failures
-  local name=$1; shift
-  echo "=== $name: $*" | tee -a "$log"
-  local started=$SECONDS
-  "$@" >>"$log" 2>&1; local rc=$?
-  echo "=== $name: exit $rc ($((SECONDS - started)) s)" | tee -a "$log"
-  [ $rc -eq 0 ] || status=1
-}
+# shellcheck source=scripts/device-steps.sh
+source "$here/device-steps.sh"
 built() { [ -x "$O" ] || step build scripts/device-build.sh; }
 corpus_built() { [ -e build/corpus-bin/build-summary.json ] || step corpus-build bench/corpus/build.sh corpus-src build/corpus-bin -j "$(nproc)"; }
 score() {  # score VARIANT

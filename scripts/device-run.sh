@@ -25,14 +25,8 @@ B=build/h100
 log="$OUT/device-run.log"
 steps=${*:-"tests memcheck examples probe validate bench graph"}
 status=0
-step() {  # step NAME COMMAND...: run, append to the log, remember failures
-  local name=$1; shift
-  echo "=== $name: $*" | tee -a "$log"
-  local started=$SECONDS
-  "$@" >>"$log" 2>&1; local rc=$?
-  echo "=== $name: exit $rc ($((SECONDS - started)) s)" | tee -a "$log"
-  [ $rc -eq 0 ] || status=1
-}
+# shellcheck source=scripts/device-steps.sh
+source "$(dirname "$0")/device-steps.sh"
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } >"$OUT/device.txt" 2>&1
 for s in $steps; do
   case $s in

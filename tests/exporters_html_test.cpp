@@ -160,6 +160,38 @@ TEST(HtmlReport, FindingsAreListedAboveTheChartAndTheirOpsHighlighted) {
   EXPECT_TRUE(data_block(clean).at("highlight").empty());
 }
 
+// `overlap audit`'s page: its own title and notes above the findings, the
+// regions (startup, steady state, teardown) in the data block the script
+// shades them from, empty regions dropped, and the summary table left out
+// when the options say so. The two-argument overload is the default options.
+TEST(HtmlReport, OptionsGiveTheTitleNotesAndRegions) {
+  const Timeline t = seed004();
+  HtmlReportOptions options;
+  options.title = "./app --size <1G>";
+  options.notes = {"verdict: bound by the copy engines", "startup: 1 units & more"};
+  options.regions = {{"startup", 0.0, 1.0}, {"steady state", 1.0, 3.5}, {"teardown", 3.5, 3.5}};
+  options.summary_table = false;
+  const HtmlFinding trap{"warning", "device-synchronize", "a device-wide sync", "", {6}, ""};
+  const std::string page = to_html(t, {trap}, options);
+  EXPECT_TRUE(contains(page, "<h1>./app --size &lt;1G&gt;</h1>")) << page.substr(0, 2000);
+  EXPECT_TRUE(contains(page, "<title>overlap: ./app --size &lt;1G&gt;</title>"));
+  const auto notes = page.find(
+      "<ul class=\"notes\">\n<li>verdict: bound by the copy engines</li>\n<li>startup: 1 units &amp; "
+      "more</li>");
+  const auto findings = page.find("<h2>Findings</h2>");
+  ASSERT_NE(notes, std::string::npos) << page.substr(0, 2000);
+  EXPECT_LT(notes, findings);  // the verdict reads first
+  EXPECT_FALSE(contains(page, "<table class=\"summary\">"));
+  const json data = data_block(page);
+  EXPECT_EQ(data.at("regions"), json::parse(R"([["startup", 0, 1], ["steady state", 1, 3.5]])"));
+  EXPECT_EQ(data.at("highlight"), json::parse("[[6]]"));
+  // Without options: the program's name, the summary table, no regions.
+  const std::string plain = to_html(t, {trap});
+  EXPECT_EQ(plain, to_html(t, {trap}, HtmlReportOptions{}));
+  EXPECT_TRUE(contains(plain, "<table class=\"summary\">"));
+  EXPECT_TRUE(data_block(plain).at("regions").empty());
+}
+
 TEST(HtmlComparison, TwoRunsOfSeed004GiveTheTotalErrorAndTheOpsMostWrong) {
   const Timeline measured = seed004();
   Timeline predicted = measured;

@@ -58,6 +58,7 @@ class RaceDetector {
       const ByteRange range = detail::range_of(access);
       if (range.empty()) continue;
       history(access.buffer).conflicts(range, access.mode, clock, [&](const PastAccess& past) {
+        if (shared_argument(past, id, a)) return;
         if (reported_for_[past.op] == id) {
           Race& known = found_[slot_[past.op]];
           if (known.inferred && !inferred(past, id, a)) known = race(past, id, a);
@@ -76,6 +77,27 @@ class RaceDetector {
       }
       ++visited_;
     }
+  }
+
+  // Two launches of one kernel given the same pointer in the same parameter,
+  // both accesses inferred from it: programs share an input among the
+  // launches that split the work over streams (kernel<<<..., s[i]>>>(d + i *
+  // n, factor)); a kernel that wrote through such an argument would have its
+  // launches write the same bytes by design, which they do atomically or in
+  // parts picked by another argument, and neither is a race. Not reported:
+  // what the trace shows cannot tell these apart from a real conflict, and
+  // only a program wrong in its own logic would have one. A buffer passed as
+  // input to one launch and output to the next (ping-pong) comes from
+  // different parameters and stays a race.
+  [[nodiscard]] bool shared_argument(const PastAccess& past, op_id id, std::uint32_t access_index) const {
+    const Op& earlier_op = program_.ops()[past.op];
+    const Op& later_op = program_.ops()[id];
+    const Access& earlier = earlier_op.accesses[past.access];
+    const Access& later = later_op.accesses[access_index];
+    return earlier.source == access_source::inferred && later.source == access_source::inferred &&
+           earlier.parameter >= 0 && earlier.parameter == later.parameter &&
+           earlier_op.kind == op_kind::kernel && later_op.kind == op_kind::kernel &&
+           earlier_op.label == later_op.label && earlier.offset == later.offset && earlier.size == later.size;
   }
 
   [[nodiscard]] bool inferred(const PastAccess& past, op_id id, std::uint32_t access_index) const {

@@ -111,11 +111,89 @@ bool all_synchronous_copies(const Program& p, const std::vector<op_id>& ops) {
   });
 }
 
+bool ordered_by_barrier(const Program& p, stream_id s) {
+  const stream_kind kind = p.streams()[s].kind;
+  return kind == stream_kind::blocking || kind == stream_kind::per_thread_default;
+}
+
+// The legacy default stream's copies and memsets whose barrier orders
+// something: when issued, a blocking stream had work the host had not
+// waited for (the op waits for it), or a blocking stream was given work
+// before the host knew the op was done (that work waits for it). A copy made
+// before any blocking stream has work, or after the host waited for all of
+// theirs, and waited for before the next, holds back nothing: the streams
+// merely exist.
+std::set<op_id> barrier_effective(const Program& p, const std::vector<op_id>& instances) {
+  std::set<op_id> effective;
+  const std::set<op_id> wanted(instances.begin(), instances.end());
+  std::vector<std::pair<op_id, Epoch>> pending;  // stepped, not known complete by the host
+  ClockWalker walker(p);
+  while (!walker.done()) {
+    const op_id i = walker.next();
+    const Op& op = p.ops()[i];
+    if (wanted.contains(i)) {
+      for (const stream_id s : walker.timelines().streams_with_work()) {
+        if (ordered_by_barrier(p, s) && walker.in_flight(s)) {
+          effective.insert(i);
+          break;
+        }
+      }
+    } else if (op.stream && is_work_op(op.kind) && ordered_by_barrier(p, *op.stream)) {
+      for (const auto& [x, at] : pending) {
+        if (walker.host_known()[at.timeline] < at.sequence) effective.insert(x);
+      }
+      pending.clear();
+    }
+    walker.step();
+    if (wanted.contains(i)) pending.emplace_back(i, walker.epoch());
+    std::erase_if(pending,
+                  [&](const auto& x) { return walker.host_known()[x.second.timeline] >= x.second.sequence; });
+  }
+  return effective;
+}
+
+/// Rule (a)'s instances: the legacy default stream's copies and memsets in
+/// a program that also uses other streams, less, when blocking streams
+/// exist, the asynchronous ones whose barrier orders nothing (a pageable one
+/// of those is rule (b)'s).
+struct LegacyInstances {
+  std::vector<op_id> ops;      ///< in issue order
+  bool barrier = false;        ///< blocking streams exist: the legacy stream is a barrier to them
+  bool other_streams = false;  ///< other streams have work: without, nothing could overlap
+};
+
+LegacyInstances legacy_instances(const Program& p) {
+  LegacyInstances result;
+  bool other_streams_work = false;
+  for (op_id i = 0; i < p.ops().size(); ++i) {
+    const Op& op = p.ops()[i];
+    if (!is_work_op(op.kind)) continue;
+    if (!on_legacy(p, op)) {
+      other_streams_work = true;
+    } else if (op.kind == op_kind::copy || op.kind == op_kind::memset) {
+      result.ops.push_back(i);
+    }
+  }
+  // A program that only uses the default stream has nothing to overlap.
+  if (!other_streams_work) return {};
+  result.other_streams = true;
+  if (!has_barrier(p)) return result;
+  const std::set<op_id> effective = barrier_effective(p, result.ops);
+  // A synchronous copy among blocking streams keeps the rule's name: the
+  // host blocked in it is what delays the other streams' next work.
+  result.barrier = true;
+  // A synchronous copy still blocks the host, barrier or not.
+  std::erase_if(result.ops, [&](op_id i) {
+    return !effective.contains(i) &&
+           !(p.ops()[i].kind == op_kind::copy && p.ops()[i].mode == call_mode::synchronous);
+  });
+  return result;
+}
+
 std::string legacy_message(const Program& p, op_id first, const std::vector<stream_id>& in_flight,
-                           std::size_t instances) {
+                           std::size_t instances, bool barrier) {
   const Op& x = p.ops()[first];
   const bool sync_copy = x.kind == op_kind::copy && x.mode == call_mode::synchronous;
-  const bool barrier = has_barrier(p);
   std::string message = fmt::format("{} runs on the legacy default stream", describe_op(p, first));
   if (barrier) {
     message += ": it waits for all earlier work on blocking streams and holds back all later work on them";
@@ -151,21 +229,11 @@ std::string legacy_fix(const Program& p, const LegacyRepair& plan) {
 
 void find_legacy_default_stream(TrapContext& context, std::vector<Finding>& findings) {
   const Program& p = context.program();
-  std::vector<op_id> instances;
-  bool other_streams_work = false;
-  for (op_id i = 0; i < p.ops().size(); ++i) {
-    const Op& op = p.ops()[i];
-    if (!is_work_op(op.kind)) continue;
-    if (!on_legacy(p, op)) {
-      other_streams_work = true;
-    } else if (op.kind == op_kind::copy || op.kind == op_kind::memset) {
-      instances.push_back(i);
-    }
-  }
-  // A program that only uses the default stream has nothing to overlap.
-  if (instances.empty() || !other_streams_work) return;
+  LegacyInstances instances = legacy_instances(p);
+  if (instances.ops.empty()) return;
+  const bool barrier = instances.barrier;
 
-  const LegacyRepair plan = plan_legacy_repair(p, std::move(instances));
+  const LegacyRepair plan = plan_legacy_repair(p, std::move(instances.ops));
   const RepairCost cost = context.price(plan.repaired);
   if (!context.matters(cost.time_lost)) return;
 
@@ -173,12 +241,11 @@ void find_legacy_default_stream(TrapContext& context, std::vector<Finding>& find
   const op_id first = plan.instances.front();
   Finding f;
   f.level = severity::warning;
-  // Without a blocking stream there is no barrier: what remains is the host
+  // Without a barrier that orders something: what remains is the host
   // waiting in each synchronous copy.
-  f.rule =
-      std::string(has_barrier(p) || !all_synchronous_copies(p, plan.instances) ? rules::legacy_default_stream
-                                                                               : rules::synchronous_copy);
-  f.message = legacy_message(p, first, in_flight.at(first), plan.instances.size());
+  f.rule = std::string(barrier || !all_synchronous_copies(p, plan.instances) ? rules::legacy_default_stream
+                                                                             : rules::synchronous_copy);
+  f.message = legacy_message(p, first, in_flight.at(first), plan.instances.size(), barrier);
   f.fix = legacy_fix(p, plan) + restored_sentence(cost.restored);
   std::vector<op_id> involved = plan.instances;
   std::vector<stream_id> streams{*p.ops()[first].stream};
@@ -200,11 +267,16 @@ void find_legacy_default_stream(TrapContext& context, std::vector<Finding>& find
 void find_pageable_async_copies(TrapContext& context, std::vector<Finding>& findings) {
   const Program& p = context.program();
   std::vector<op_id> instances;
+  // Copies that are rule (a)'s instances are its own, whose repair pins them
+  // too; the legacy stream's others count where other streams could overlap
+  // them (a program of the default stream alone has nothing to overlap).
+  const LegacyInstances legacy = legacy_instances(p);
+  const std::set<op_id> of_rule_a(legacy.ops.begin(), legacy.ops.end());
   for (op_id i = 0; i < p.ops().size(); ++i) {
     const Op& op = p.ops()[i];
-    // Copies on the legacy stream are rule (a)'s, whose repair pins them too.
+    const bool elsewhere = on_legacy(p, op) ? !legacy.other_streams || of_rule_a.contains(i) : false;
     if (op.kind == op_kind::copy && op.mode == call_mode::asynchronous &&
-        op.memory == host_memory::pageable && op.direction != copy_direction::d2d && !on_legacy(p, op)) {
+        op.memory == host_memory::pageable && op.direction != copy_direction::d2d && !elsewhere) {
       instances.push_back(i);
     }
   }

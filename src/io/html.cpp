@@ -82,13 +82,24 @@ std::string to_html(const Timeline& timeline) {
 }
 
 std::string to_html(const Timeline& timeline, const std::vector<HtmlFinding>& findings) {
-  const Metrics metrics = compute_metrics(timeline);
-  const std::string name = detail::program_name(timeline);
-  std::string summary = header(timeline, name) + findings_list(findings) + summary_table(timeline, metrics);
+  return to_html(timeline, findings, HtmlReportOptions{});
+}
+
+std::string to_html(const Timeline& timeline, const std::vector<HtmlFinding>& findings,
+                    const HtmlReportOptions& options) {
+  const std::string name = options.title.empty() ? detail::program_name(timeline) : options.title;
+  std::string summary = header(timeline, name);
+  if (!options.notes.empty()) {
+    summary += "<ul class=\"notes\">\n";
+    for (const std::string& note : options.notes) summary += "<li>" + escape(note) + "</li>\n";
+    summary += "</ul>\n";
+  }
+  summary += findings_list(findings);
+  if (options.summary_table) summary += summary_table(timeline, compute_metrics(timeline));
   std::vector<std::vector<op_id>> groups;
   groups.reserve(findings.size());
   for (const HtmlFinding& f : findings) groups.push_back(f.ops);
-  return detail::html_page(name, summary, {{&timeline, ""}}, groups);
+  return detail::html_page(name, summary, {{&timeline, ""}}, groups, options.regions);
 }
 
 }  // namespace overlap::io

@@ -62,6 +62,9 @@ svg.chart .axis-label { text-anchor: middle; fill: #555; } svg.chart .grid { str
 svg.chart .frame { fill: none; stroke: #999; } svg.chart .series { fill: none; stroke-width: 2; }
 svg.chart .level { stroke: #222; stroke-width: 1.5; }
 ul.notes { margin: 0 0 8px; padding-left: 20px; }
+.region { fill-opacity: 0.22; } .region-edge { stroke: #555; stroke-dasharray: 3 3; }
+.region-strip { fill-opacity: 0.75; cursor: zoom-in; } .region-label { font-size: 12px; text-anchor: middle; fill: #222; pointer-events: none; }
+.region-0 { fill: #f1c232; } .region-1 { fill: #6fa8dc; } .region-2 { fill: #b4a7d6; } .region-3 { fill: #93c47d; }
 @media print { .controls, .hint, #tip { display: none; } body { margin: 0; } }
 )CSS";
 
@@ -147,9 +150,15 @@ class PageData {
         {"name", r.name}, {"ops", std::move(ops)}, {"host", std::move(host)}, {"threads", t.host_threads}};
   }
 
-  [[nodiscard]] json finish(json runs, const std::vector<std::vector<op_id>>& groups) const {
+  [[nodiscard]] json finish(json runs, const std::vector<std::vector<op_id>>& groups,
+                            const std::vector<HtmlRegion>& regions) const {
+    // [name, start, end]; empty ones are dropped here, so the script need not.
+    json spans = json::array();
+    for (const HtmlRegion& r : regions)
+      if (r.end > r.start) spans.push_back(json::array({r.name, rounded(r.start), rounded(r.end)}));
     return json{{"unit", unit_},
                 {"highlight", groups},
+                {"regions", std::move(spans)},
                 {"total", rounded(total_)},
                 {"labels", labels_.values()},
                 {"items", items_.values()},
@@ -223,7 +232,8 @@ std::string html_page(const std::string& title, const std::string& summary_html,
 
 std::string html_page(const std::string& title, const std::string& summary_html,
                       const std::vector<HtmlRun>& runs,
-                      const std::vector<std::vector<op_id>>& highlight_groups) {
+                      const std::vector<std::vector<op_id>>& highlight_groups,
+                      const std::vector<HtmlRegion>& regions) {
   PageData data;
   json run_data = json::array();
   std::size_t spans = 0;
@@ -251,7 +261,7 @@ std::string html_page(const std::string& title, const std::string& summary_html,
   // Names are any bytes (a spec reads back names that are not UTF-8), but
   // JSON is UTF-8: bytes that are not become U+FFFD rather than an exception.
   page += R"(<script type="application/json" id="overlap-data">)" +
-          script_safe(data.finish(std::move(run_data), highlight_groups)
+          script_safe(data.finish(std::move(run_data), highlight_groups, regions)
                           .dump(-1, ' ', false, json::error_handler_t::replace)) +
           "</script>\n";
   page += "<script>" + std::string(html_renderer) + "</script>\n</body>\n</html>\n";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "overlap/core/timeline.hpp"
+#include "overlap/io/exporters.hpp"
 
 namespace overlap::io::detail {
 
@@ -28,9 +29,12 @@ struct HtmlRun {
 [[nodiscard]] std::string html_page(const std::string& title, const std::string& summary_html,
                                     const std::vector<HtmlRun>& runs);
 /// The same, with groups of ops to highlight: all of them at first, one
-/// group when an element with data-group="k" in the summary is clicked.
+/// group when an element with data-group="k" in the summary is clicked; and
+/// `regions` of the time axis shaded across the lanes and named in a strip
+/// under them.
 [[nodiscard]] std::string html_page(const std::string& title, const std::string& summary_html,
                                     const std::vector<HtmlRun>& runs,
-                                    const std::vector<std::vector<op_id>>& highlight_groups);
+                                    const std::vector<std::vector<op_id>>& highlight_groups,
+                                    const std::vector<HtmlRegion>& regions = {});
 
 }  // namespace overlap::io::detail

@@ -23,6 +23,10 @@ inline constexpr std::string_view html_renderer = R"JS(
   var NS = svg.namespaceURI;
   var LABEL = 190, WIDTH = 1000, LANE = 22, BAR = 16, AXIS = 28;
   var multi = data.runs.length > 1;
+  // Named stretches of the time axis ([name, start, end]: a run's startup, steady state,
+  // teardown): shaded behind the bars and named in a strip under the lanes, below the
+  // lanes rather than above them so that every lane stays where it is without them.
+  var regions = data.regions || [], STRIP = regions.length ? LANE + 6 : 0;
 
   // Lanes: each stream, then each engine, then each host thread; one per run within each.
   var lanes = [], streamLane = {}, engineLane = {}, hostLane = {}, streamsUsed = {}, enginesUsed = {};
@@ -66,14 +70,21 @@ inline constexpr std::string_view html_renderer = R"JS(
   // Findings' ops: all of them highlighted at first, one finding's when it is clicked.
   var groups = data.highlight || [];
   function setOf(list) { var set = {}; list.forEach(function (op) { set[op] = true; }); return set; }
-  var highlighted = groups.length ? setOf([].concat.apply([], groups)) : null;
+  // Only ops the chart draws count: a finding about host calls that are no stream's op (an
+  // idle gap's cudaStreamAttachMemAsync) has no bar to outline, and must not dim all the others.
+  var drawnOps = {};
+  data.runs.forEach(function (run) { run.ops.forEach(function (o) { drawnOps[o[8]] = true; }); });
+  function drawn(list) { return list.filter(function (op) { return drawnOps[op]; }); }
+  function highlightOf(list) { list = drawn(list); return list.length ? setOf(list) : null; }
+  var allHighlighted = [].concat.apply([], groups);
+  var highlighted = highlightOf(allHighlighted);
 
   var view = [0, data.total > 0 ? data.total : 1];
   var MERGE = 2, DOMINANT = 0.6, merged = [], mixed = false;
   function draw() {
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     var v0 = view[0], v1 = view[1], scale = WIDTH / (v1 - v0);
-    var height = AXIS + lanes.length * LANE + 4;
+    var height = AXIS + lanes.length * LANE + 4 + STRIP;
     svg.setAttribute('viewBox', '0 0 ' + (LABEL + WIDTH + 40) + ' ' + height);
     svg.setAttribute('height', height);
     lanes.forEach(function (name, i) {
@@ -87,6 +98,7 @@ inline constexpr std::string_view html_renderer = R"JS(
       el('line', {x1: x, x2: x, y1: AXIS - 4, y2: AXIS + lanes.length * LANE, class: 'tick'}, svg);
       el('text', {x: x, y: AXIS - 8, class: 'tick-label'}, svg).textContent = num(t);
     }
+    drawRegions(v0, v1, scale);
     // The unit left of the axis, where no tick label can run into it.
     el('text', {x: LABEL - 6, y: AXIS - 8, class: 'unit'}, svg).textContent = 'time (' + data.unit + ')';
     var bars = el('g', {}, svg);
@@ -157,6 +169,33 @@ inline constexpr std::string_view html_renderer = R"JS(
     if (swatch) swatch.style.display = mixed ? '' : 'none';
   }
 
+  // Each region in view: a shade across the lanes, dashed edges, and its name in the strip
+  // (shortened, then left out, where the region is too narrow for it; the tooltip has it).
+  function drawRegions(v0, v1, scale) {
+    if (!regions.length) return;
+    var bottom = AXIS + lanes.length * LANE, stripY = bottom + 4;
+    el('text', {x: LABEL - 6, y: stripY + LANE / 2 + 4, class: 'lane-label regions'}, svg).textContent = 'phases';
+    regions.forEach(function (g, k) {
+      if (g[2] <= v0 || g[1] >= v1) return;
+      var x0 = LABEL + (Math.max(g[1], v0) - v0) * scale, x1 = LABEL + (Math.min(g[2], v1) - v0) * scale;
+      var w = Math.max(x1 - x0, 1), shade = 'region-' + (k % 4);
+      el('rect', {x: x0, y: AXIS, width: w, height: lanes.length * LANE, class: 'region ' + shade}, svg);
+      [[g[1], x0], [g[2], x1]].forEach(function (edge) {
+        if (edge[0] > v0 && edge[0] < v1)
+          el('line', {x1: edge[1], x2: edge[1], y1: AXIS - 4, y2: stripY + LANE - 4, class: 'region-edge'}, svg);
+      });
+      el('rect', {x: x0, y: stripY, width: w, height: LANE - 4, class: 'region-strip ' + shade, 'data-g': k}, svg);
+      var name = g[0], fits = Math.floor((w - 6) / 7);
+      if (name.length > fits) name = fits >= 4 ? name.slice(0, fits - 1) + '…' : '';
+      if (name) el('text', {x: x0 + w / 2, y: stripY + LANE / 2 + 2, class: 'region-label'}, svg).textContent = name;
+    });
+  }
+  function describeRegion(k) {
+    var g = regions[k];
+    return g[0] + '\nfrom ' + num(g[1]) + ' to ' + num(g[2]) + ' ' + data.unit + ' (' + num(g[2] - g[1]) + ' ' +
+           data.unit + ')\nclick to zoom to it';
+  }
+
   function describeMerged(g) {
     var count = {}, t0 = Infinity, t1 = -Infinity;
     g.members.forEach(function (b) {
@@ -193,8 +232,15 @@ inline constexpr std::string_view html_renderer = R"JS(
   svg.addEventListener('mousemove', function (ev) {
     var i = ev.target.getAttribute && ev.target.getAttribute('data-i');
     var m = ev.target.getAttribute && ev.target.getAttribute('data-m');
-    if ((i === null || i === undefined) && (m === null || m === undefined)) { tip.style.display = 'none'; return; }
-    tip.textContent = m !== null && m !== undefined ? describeMerged(merged[+m]) : describe(+ev.target.getAttribute('data-r'), +i);
+    var g = ev.target.getAttribute && ev.target.getAttribute('data-g');
+    if (g !== null && g !== undefined) {
+      tip.textContent = describeRegion(+g);
+    } else if ((i === null || i === undefined) && (m === null || m === undefined)) {
+      tip.style.display = 'none';
+      return;
+    } else {
+      tip.textContent = m !== null && m !== undefined ? describeMerged(merged[+m]) : describe(+ev.target.getAttribute('data-r'), +i);
+    }
     tip.style.display = 'block';
     tip.style.left = (ev.pageX + 12) + 'px';
     tip.style.top = (ev.pageY + 12) + 'px';
@@ -216,6 +262,14 @@ inline constexpr std::string_view html_renderer = R"JS(
     if (b - a > (view[1] - view[0]) / 200) { view = [a, b]; draw(); }
   });
 
+  // A click on a region's strip zooms to it (a click is no drag: mouseup leaves the view alone).
+  svg.addEventListener('click', function (ev) {
+    var g = ev.target.getAttribute && ev.target.getAttribute('data-g');
+    if (g === null || g === undefined) return;
+    view = [regions[+g][1], regions[+g][2]];
+    draw();
+  });
+
   document.getElementById('zoom-all').addEventListener('click', function () {
     view = [0, data.total > 0 ? data.total : 1]; draw();
   });
@@ -235,7 +289,7 @@ inline constexpr std::string_view html_renderer = R"JS(
       item.addEventListener('click', function () {
         var k = +item.getAttribute('data-group');
         chosen = chosen === k ? -1 : k;
-        highlighted = setOf(chosen < 0 ? [].concat.apply([], groups) : groups[k]);
+        highlighted = highlightOf(chosen < 0 ? allHighlighted : groups[k]);
         draw();
       });
     });

@@ -81,9 +81,17 @@ check::severity by_consequence(const Capture& run, const AuditFinding& f, const 
       f.rule == check::rules::unrecorded_event)
     return f.level;
   if (f.predicted_saving && *f.predicted_saving < min_saving) return check::severity::info;
-  const bool in_steady = f.ops.empty() || std::any_of(f.ops.begin(), f.ops.end(), [&](const AuditOp& op) {
-                           return phases.in_steady(run.origin[op.id].call_start);
-                         });
+  // Whether the pattern happens in the steady state at all. A finding lists
+  // only its first ops, which in a program with a warm-up pass are startup's
+  // while every later instance is the loop's; its measured cost counts all
+  // of them (in the steady state), so it decides where there is one.
+  if (f.measured) {
+    return f.measured->time > 0.0 || f.measured->calls > 0 ? f.level : check::severity::info;
+  }
+  const auto steady_op = [&](const AuditOp& op) { return phases.in_steady(run.origin[op.id].call_start); };
+  bool in_steady = f.ops.empty() || std::any_of(f.ops.begin(), f.ops.end(), steady_op);
+  for (const AuditInstance& instance : f.instances)
+    in_steady = in_steady || std::any_of(instance.ops.begin(), instance.ops.end(), steady_op);
   return in_steady ? f.level : check::severity::info;
 }
 
@@ -177,7 +185,7 @@ AuditReport audit(const Capture& run, const DeviceModel& uncalibrated, const Aud
   const Timeline steady_run = detail::steady_timeline(run.timeline, phases);
   report.metrics = compute_metrics(steady_run);
   report.threads = detail::host_thread_use(run, steady_run);
-  report.verdict = detail::judge(steady_run, report);
+  report.verdict = detail::judge(run, steady_run, report);
   return report;
 }
 

@@ -50,9 +50,10 @@ struct ActiveWindow {
 /// What each host thread of `steady` (a steady_timeline of run.timeline) did.
 [[nodiscard]] std::vector<HostThreadUse> host_thread_use(const Capture& run, const Timeline& steady);
 
-/// What bounds the steady state (`steady`, a steady_timeline, whose
-/// metrics and threads are in `report`) and the floor it could reach.
-[[nodiscard]] Verdict judge(const Timeline& steady, const AuditReport& report);
+/// What bounds the steady state (`steady`, a steady_timeline of
+/// run.timeline, whose metrics, threads and findings are in `report`) and
+/// the floor it could reach.
+[[nodiscard]] Verdict judge(const Capture& run, const Timeline& steady, const AuditReport& report);
 
 /// simulate(program) - simulate(program without the `dropped` ops), >= 0: the
 /// saving of a repair that makes those calls once, outside the run.

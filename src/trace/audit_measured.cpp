@@ -128,7 +128,7 @@ MeasuredCost legacy_barrier_cost(const Capture& run, const Scope& scope) {
                   names.empty() ? std::string("no stream") : fmt::format("{}", fmt::join(names, ", ")),
                   ms_text(held), count_text(instances.size(), "call"));
   if (host_blocked > 0.0) text += fmt::format(", and the host sat blocked {} in them", ms_text(host_blocked));
-  return {held, text};
+  return {held, text, instances.size()};
 }
 
 MeasuredCost host_blocked_cost(const Capture& run, const std::vector<op_id>& ops, std::string_view what) {
@@ -138,7 +138,7 @@ MeasuredCost host_blocked_cost(const Capture& run, const std::vector<op_id>& ops
       fmt::format("the host sat blocked {} in {}", ms_text(blocked), count_text(ops.size(), what));
   if (const std::string ranges = ranges_of(run, ops); !ranges.empty())
     text += fmt::format(" (NVTX ranges: {})", ranges);
-  return {blocked, text};
+  return {blocked, text, ops.size()};
 }
 
 // Every allocation and free made while the device worked (allocations_in_run),
@@ -157,7 +157,7 @@ MeasuredCost allocation_cost(const Capture& run, const Scope& scope) {
                   drained == ids.size() ? std::string("each") : fmt::format("{} of them", drained));
   if (const std::string ranges = ranges_of(run, ids); !ranges.empty())
     text += fmt::format(" (NVTX ranges: {})", ranges);
-  return {spent, text};
+  return {spent, text, ids.size()};
 }
 
 // Copies listed by the serialization finding: how long each waited for the
@@ -184,7 +184,8 @@ MeasuredCost queued_cost(const Capture& run, const check::Finding& f, const Scop
     }
     queued += std::max(0.0, s->second->start - ready);
   }
-  return {queued, fmt::format("the copies waited {} in total for the copy engine", ms_text(queued))};
+  return {queued, fmt::format("the copies waited {} in total for the copy engine", ms_text(queued)),
+          ids.size()};
 }
 
 }  // namespace
@@ -220,10 +221,12 @@ std::optional<MeasuredCost> measured_cost(const Capture& run, const check::Findi
     return host_blocked_cost(run,
                              scope.only(ops_where(p,
                                                   [&](const Op& op) {
+                                                    // On any stream: the legacy one's
+                                                    // block the host the same way.
                                                     return op.kind == op_kind::copy &&
                                                            op.mode == call_mode::asynchronous &&
                                                            op.memory == host_memory::pageable &&
-                                                           !on_legacy(p, op);
+                                                           op.direction != copy_direction::d2d;
                                                   })),
                              "pageable copy");
   }

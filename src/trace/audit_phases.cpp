@@ -81,3 +81,20 @@ ordered_json host_threads_json(const AuditReport& r) {
 }
 
 }  // namespace overlap::trace::detail
+
+namespace overlap::trace {
+
+std::vector<std::string> phase_lines(const AuditReport& report) {
+  // One source for both reports: the lines format_text prints, split.
+  const std::string text = detail::phases_text(report);
+  std::vector<std::string> lines;
+  std::size_t from = 0;
+  for (std::size_t end = text.find('\n'); end != std::string::npos; end = text.find('\n', from)) {
+    lines.push_back(text.substr(from, end - from));
+    from = end + 1;
+  }
+  if (from < text.size()) lines.push_back(text.substr(from));
+  return lines;
+}
+
+}  // namespace overlap::trace

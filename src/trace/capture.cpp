@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -17,6 +18,7 @@
 
 #include "allocations.hpp"
 #include "capture_accesses.hpp"
+#include "capture_graphs.hpp"
 #include "capture_threads.hpp"
 #include "capture_timeline.hpp"
 #include "overlap/core/error.hpp"
@@ -68,6 +70,7 @@ class Converter {
       const auto alias = trace.aliases.find(w.corr);
       work_by_call_[alias == trace.aliases.end() ? w.corr : alias->second].push_back(i);
     }
+    graphs_.emplace(trace, order_, work_by_call_);
     if (!trace.devices.empty()) {
       out_.device = trace.devices.front().name;
       out_.sms = trace.devices.front().sms;
@@ -90,8 +93,11 @@ class Converter {
     if (!id) return out_.program.legacy_default_stream();
     if (const auto it = streams_.find(*id); it != streams_.end()) return it->second;
     const auto record = stream_kinds_.find(*id);
-    const stream_kind kind =
-        record == stream_kinds_.end() ? stream_kind::blocking : parse_stream_kind(record->second.kind);
+    // The driver's streams for a graph's branches are ordered by the launch
+    // alone (capture_graphs.hpp), not by the legacy default stream.
+    const stream_kind kind = record != stream_kinds_.end()   ? parse_stream_kind(record->second.kind)
+                             : graphs_->internal_stream(*id) ? stream_kind::non_blocking
+                                                             : stream_kind::blocking;
     stream_id s = 0;
     if (kind == stream_kind::legacy_default) {
       s = out_.program.legacy_default_stream();
@@ -302,6 +308,15 @@ class Converter {
     close_polling();
     current_thread_ = threads_.index(c.tid);
     account_host_time(c);
+    // Captured into a graph: it ran nothing, so it is host time only.
+    if (graphs_->captured(index)) {
+      convert_other(index);
+      return;
+    }
+    if (graphs_->launch(index)) {
+      convert_graph_launch(index);
+      return;
+    }
     switch (c.cls) {
       case call_class::copy: convert_copy(index); break;
       case call_class::memset: convert_memset(index); break;
@@ -440,6 +455,115 @@ class Converter {
     from_call(index);
     out_.origin.back().accesses_from_pointers = from_pointers;
     after_op(after);
+  }
+
+  // A graph launch: each device record of it an op on the stream it ran on,
+  // between a fork from the launch stream and a join back into it, so the
+  // graph runs after the launch stream's earlier work and before its later
+  // work, as CUDA orders it (capture_graphs.hpp).
+  void convert_graph_launch(std::size_t index) {
+    const Call& c = trace_.calls[index];
+    const detail::GraphLaunch& g = *graphs_->launch(index);
+    // The launch's time beyond its modelled cost is host time, as measured:
+    // a graph with a memcpy node on pageable memory holds the host in the
+    // launch until that copy is done, and this keeps that wait (graph_op()).
+    const double after = charge_call_excess_around_work(c);
+    flush_host_work(ms(c.start));
+    const stream_id launch = stream_of(g.stream);
+    std::vector<stream_id> branches;
+    for (const std::size_t w : g.work) {
+      const stream_id s = stream_of(trace_.work[w].stream);
+      if (s != launch && std::find(branches.begin(), branches.end(), s) == branches.end())
+        branches.push_back(s);
+    }
+    const auto synthesized = [&](op_id) {
+      from_call(index, /*claim_work=*/false);
+      out_.origin.back().synthesized = true;
+    };
+    if (!branches.empty()) {
+      const event_id fork = graph_event(fmt::format("graph {} launch", g.graph));
+      synthesized(out_.program.record(fork, launch));
+      for (const stream_id s : branches) synthesized(out_.program.wait(s, fork));
+    }
+    for (const std::size_t w : g.work) {
+      out_.program.append(graph_op(g.graph, trace_.work[w]));
+      from_call(index, /*claim_work=*/false);
+      work_.back() = {w};
+      const double end = ms(trace_.work[w].end);
+      device_busy_until_ = std::max(device_busy_until_, end);
+      const stream_id s = *out_.program.ops().back().stream;
+      stream_busy_until_[s] = std::max(stream_busy_until_[s], end);
+    }
+    for (const stream_id s : branches) {
+      const event_id join =
+          graph_event(fmt::format("graph {} {} done", g.graph, out_.program.streams()[s].name));
+      synthesized(out_.program.record(join, s));
+      synthesized(out_.program.wait(launch, join));
+    }
+    claimed_.insert(c.corr);
+    after_op(after);
+    // A pageable memcpy node makes the launch wait for the device, as a
+    // pageable cudaMemcpyAsync does: its time is the host blocked.
+    const bool pageable = std::any_of(g.work.begin(), g.work.end(), [&](std::size_t w) {
+      const DeviceWork& d = trace_.work[w];
+      return d.kind == work_kind::memcpy && (d.src_kind == "pageable" || d.dst_kind == "pageable");
+    });
+    if (pageable) {
+      for (auto o = out_.origin.rbegin(); o != out_.origin.rend() && o->call == index; ++o)
+        o->holds_host = true;
+    }
+  }
+
+  // An event the capture adds to order a graph's streams; one per name,
+  // recorded again at each launch.
+  event_id graph_event(const std::string& name) {
+    if (const auto it = graph_events_.find(name); it != graph_events_.end()) return it->second;
+    const event_id e = out_.program.add_event(name);
+    graph_events_.emplace(name, e);
+    return e;
+  }
+
+  // The op a graph's device record stands for, with its stream and measured
+  // duration; no accesses (the record has no addresses).
+  Op graph_op(std::size_t graph, const DeviceWork& w) {
+    Op op;
+    op.stream = stream_of(w.stream);
+    op.mode = call_mode::asynchronous;
+    const double measured = static_cast<double>(w.end - std::min(w.end, w.start)) * ms_per_ns;
+    switch (w.kind) {
+      case work_kind::memcpy: {
+        op.kind = op_kind::copy;
+        op.bytes = w.bytes;
+        // Peer and array copies run on a copy engine as device-to-device ones do.
+        op.direction = parse_direction(w.copy_kind).value_or(copy_direction::d2d);
+        // A memcpy node never holds the host by itself (host_memory::pageable
+        // would make the model block the host at this op): the launch call
+        // does, for pageable memory, and its measured time is kept as host
+        // time. So a graph's pageable copies are not cudaMemcpyAsync ones
+        // (pageable-async-copy); the duration is measured either way.
+        op.memory = host_memory::pinned;
+        if (!options_.copies_from_model) op.duration = measured;
+        op.label = fmt::format("graph {}: {}", graph, to_upper(w.copy_kind.empty() ? "copy" : w.copy_kind));
+        break;
+      }
+      case work_kind::memset:
+        op.kind = op_kind::memset;
+        op.bytes = w.bytes;
+        op.duration = measured;
+        op.label = fmt::format("graph {}: memset", graph);
+        break;
+      default:
+        op.kind = op_kind::kernel;
+        op.duration = measured;
+        op.label = fmt::format("graph {}: {}", graph, w.name.empty() ? "kernel" : short_kernel_name(w.name));
+        break;
+    }
+    return op;
+  }
+
+  static std::string to_upper(std::string text) {
+    for (char& ch : text) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return text;
   }
 
   // Allocation and free drain the device; what the call costs beyond the
@@ -592,6 +716,8 @@ class Converter {
   std::map<std::uint64_t, std::vector<std::size_t>> work_by_call_;
   std::set<std::uint64_t> claimed_;
   std::optional<detail::KernelExtents> extents_;  // built in run(), from the whole trace
+  std::optional<detail::GraphLaunches> graphs_;   // built in the constructor, from work_by_call_
+  std::map<std::string, event_id> graph_events_;  // the events graph_event() added, by name
   std::map<stream_id, std::vector<Access>> pending_results_;
   detail::Allocations allocations_;
   std::vector<std::vector<std::size_t>> work_;  // per op: its device work records

@@ -41,8 +41,8 @@ KernelExtents::KernelExtents(const RawTrace& trace, const std::vector<std::size_
 std::vector<Access> KernelExtents::kernel_accesses(const std::vector<std::uint64_t>& ptrs,
                                                    const Allocations& live) const {
   std::vector<Access> accesses;
-  for (const std::uint64_t p : ptrs) {
-    const auto region = live.find(p);
+  for (std::size_t k = 0; k < ptrs.size(); ++k) {
+    const auto region = live.find(ptrs[k]);
     if (!region) continue;
     std::uint64_t end = region->size;
     if (const auto buffer = starts_.find(region->buffer); buffer != starts_.end()) {
@@ -57,10 +57,14 @@ std::vector<Access> KernelExtents::kernel_accesses(const std::vector<std::uint64
       return a.buffer == region->buffer && a.offset == region->offset && a.size == size;
     });
     if (known) continue;
+    // The parameter's position lets the checker tell one kernel's launches
+    // sharing an argument (not a race) from a buffer passed in turn as
+    // input and output (ping-pong: a race when unordered).
+    const auto parameter = static_cast<std::int32_t>(k);
     accesses.push_back(
-        Access{region->buffer, region->offset, size, access_mode::read, access_source::inferred});
+        Access{region->buffer, region->offset, size, access_mode::read, access_source::inferred, parameter});
     accesses.push_back(
-        Access{region->buffer, region->offset, size, access_mode::write, access_source::inferred});
+        Access{region->buffer, region->offset, size, access_mode::write, access_source::inferred, parameter});
   }
   return accesses;
 }

@@ -36,8 +36,9 @@ class KernelExtents {
 
   /// The inferred accesses of a kernel launched with pointer parameters
   /// `ptrs` while `live` are the allocations: a read and a write of each
-  /// part a parameter starts (one per distinct part); pointers into no
-  /// allocation are not accesses.
+  /// part a parameter starts (one per distinct part), each naming the
+  /// position in `ptrs` it came from; pointers into no allocation are not
+  /// accesses.
   [[nodiscard]] std::vector<Access> kernel_accesses(const std::vector<std::uint64_t>& ptrs,
                                                     const Allocations& live) const;
 

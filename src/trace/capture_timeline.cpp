@@ -35,6 +35,12 @@ Timeline measured_timeline(const Program& program, const RawTrace& trace,
   t.time_unit = program.time_unit;
   t.streams = program.streams();
   std::map<stream_id, double> stream_end;  // where ordering-only ops are drawn
+  // Per host thread: where its last drawn call ended. Host work carries the
+  // part of a call's time beyond what the model charges for it (a first
+  // launch loading its module, a launch staging a pageable copy), for the
+  // simulation; drawn, that part would lie over the call itself and count
+  // the same time twice, as the call and as the host's own work.
+  std::map<std::size_t, double> call_end;
   double sequential = 0.0;
   for (op_id i = 0; i < program.ops().size(); ++i) {
     const Op& op = program.ops()[i];
@@ -42,14 +48,21 @@ Timeline measured_timeline(const Program& program, const RawTrace& trace,
     if (op.kind == op_kind::host_work) {
       // Polling is the host waiting for the device, as a synchronize is.
       const host_activity activity = from.polling ? host_activity::blocked : host_activity::work;
-      if (op.duration.value_or(0.0) > 0.0)
-        t.host_spans.push_back({i, activity, op.label, from.call_start, from.call_end, from.thread});
+      const double start =
+          from.synthesized ? std::max(from.call_start, call_end[from.thread]) : from.call_start;
+      if (op.duration.value_or(0.0) > 0.0 && start < from.call_end)
+        t.host_spans.push_back({i, activity, op.label, start, from.call_end, from.thread});
+      if (!from.synthesized) call_end[from.thread] = std::max(call_end[from.thread], from.call_end);
       sequential += op.duration.value_or(0.0);
       continue;
     }
-    if (from.call) {
-      t.host_spans.push_back({i, blocks_host(op) ? host_activity::blocked : host_activity::api_call, from.api,
+    // A graph launch is one call issuing several ops: one host span.
+    const bool same_call = i > 0 && from.call && origin[i - 1].call == from.call;
+    if (from.call && !same_call) {
+      const bool blocked = blocks_host(op) || from.holds_host;
+      t.host_spans.push_back({i, blocked ? host_activity::blocked : host_activity::api_call, from.api,
                               from.call_start, from.call_end, from.thread});
+      call_end[from.thread] = std::max(call_end[from.thread], from.call_end);
     }
     if (!is_stream_op(op.kind)) continue;
     Span s = span_of(op, i);

@@ -237,7 +237,8 @@ bool is_allocation_not_free(const Op& op, const OpOrigin& from) {
 
 // From the first device work issued after the last allocation made before
 // the first kernel (set-up allocates, then the work begins) to the end of
-// the last device work.
+// the last device work, less the uploads that ran before the first kernel
+// and the result downloads issued after the last one.
 void from_device_work(const Capture& run, Phases& phases) {
   const auto& ops = run.program.ops();
   const std::vector<double> work_end = work_end_by_op(run);
@@ -271,11 +272,53 @@ void from_device_work(const Capture& run, Phases& phases) {
       }
     }
   }
+  // A program that uploads its inputs, computes and downloads its results
+  // once: the uploads done before its first kernel was issued ran alone
+  // (nothing was there to overlap them) and are set-up; the device-to-host
+  // copies that end the run, issued once every kernel had finished, are
+  // teardown (the host reading results). A pipeline's copies overlap its
+  // kernels and stay, and so does a copy that other work follows.
+  std::string trimmed;
+  if (first_kernel) {
+    const double kernel_issued = run.origin[*first_kernel].call_start;
+    op_id first_overlapping = *first_kernel;
+    for (op_id i = start; i < *first_kernel; ++i) {
+      if (work_end[i] >= 0.0 && work_end[i] > kernel_issued) {
+        first_overlapping = i;
+        break;
+      }
+    }
+    if (first_overlapping != start) {
+      start = first_overlapping;
+      trimmed = "; the uploads done before the first kernel are startup";
+    }
+    double kernels_end = -1.0;
+    for (op_id i = 0; i < ops.size(); ++i) {
+      if (ops[i].kind == op_kind::kernel) kernels_end = std::max(kernels_end, work_end[i]);
+    }
+    // The results: the device-to-host copies that end the run, issued once
+    // the kernels were done.
+    op_id results = static_cast<op_id>(ops.size());
+    for (op_id i = results; i-- > start;) {
+      if (work_end[i] < 0.0) continue;
+      const bool result = ops[i].kind == op_kind::copy && ops[i].direction == copy_direction::d2h &&
+                          run.origin[i].call_start >= kernels_end;
+      if (!result) break;
+      results = i;
+    }
+    double end = -1.0;
+    for (op_id i = start; i < results; ++i) end = std::max(end, work_end[i]);
+    if (end >= 0.0 && end < last_end) {
+      last_end = end;
+      trimmed += "; the result copies after the last kernel are teardown";
+    }
+  }
   phases.steady_start = run.origin[start].call_start;
   phases.steady_end = last_end;
   phases.source = "device work";
   phases.text = last_allocation ? "from the first device work after the set-up allocations to the last"
                                 : "from the first device work to the last";
+  phases.text += trimmed;
 }
 
 bool is_module_loading(const std::string& api) {

@@ -6,9 +6,13 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstring>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "overlap/core/error.hpp"
 #include "overlap/core/limits.hpp"
@@ -45,23 +49,286 @@ call_class parse_class(std::string_view name) {
   return call_class::other;  // a newer library's class: keep the call, ignore its fields
 }
 
+/// One JSON value of a record, as much of it as the readers use. Strings
+/// and keys are views into the line (or into the fallback's parsed object);
+/// an array's elements lie in its Object's element list.
+struct Value {
+  /// The JSON type, numbers split as nlohmann::json splits them (the
+  /// conversions in Record::get follow nlohmann's rules for each).
+  enum class Kind : std::uint8_t {
+    null,
+    boolean,
+    unsigned_number,
+    signed_number,
+    float_number,
+    string,
+    array,
+    object
+  };
+  Kind kind = Kind::null;
+  bool boolean = false;
+  std::uint64_t unsigned_number = 0;
+  std::int64_t signed_number = 0;
+  double float_number = 0;
+  std::string_view text;  ///< a string's characters
+  std::size_t first = 0;  ///< an array's first element in Object::elements
+  std::size_t count = 0;  ///< an array's number of elements
+
+  /// nlohmann::json's type_name(), for the same error messages.
+  [[nodiscard]] const char* type_name() const noexcept {
+    switch (kind) {
+      case Kind::null: return "null";
+      case Kind::boolean: return "boolean";
+      case Kind::unsigned_number:
+      case Kind::signed_number:
+      case Kind::float_number: return "number";
+      case Kind::string: return "string";
+      case Kind::array: return "array";
+      case Kind::object: return "object";
+    }
+    return "null";
+  }
+};
+
+/// One line's object, flat: reused from line to line, so reading a record
+/// allocates nothing but the strings the record keeps. A line holds a few
+/// dozen fields at most, so a linear search beats a map.
+struct Object {
+  std::vector<std::pair<std::string_view, Value>> members;
+  std::vector<Value> elements;  ///< every array's elements
+  json fallback;                ///< a line the fast parser left to nlohmann::json
+
+  void clear() {
+    members.clear();
+    elements.clear();
+  }
+
+  /// The field's value; the last one where a key repeats, as nlohmann::json keeps it.
+  [[nodiscard]] const Value* find(std::string_view key) const noexcept {
+    for (auto it = members.rbegin(); it != members.rend(); ++it) {
+      if (it->first == key) return &it->second;
+    }
+    return nullptr;
+  }
+};
+
+/// Parses the common shape of a trace line (flat objects of ASCII strings
+/// without escapes, integers, booleans, nulls and arrays of those) without
+/// building a DOM. Anything else (escapes, non-ASCII, fractions, nested
+/// objects, invalid JSON) returns false and goes to nlohmann::json, so what
+/// a line means never depends on which parser read it.
+class FastParser {
+ public:
+  explicit FastParser(std::string_view line) : p_(line.data()), end_(line.data() + line.size()) {}
+
+  bool object(Object& out) {
+    skip_space();
+    if (!take('{')) return false;
+    skip_space();
+    if (!take('}')) {
+      for (;;) {
+        std::string_view key;
+        if (!string(key)) return false;
+        skip_space();
+        if (!take(':')) return false;
+        skip_space();
+        Value v;
+        if (!value(v, out, /*in_array=*/false)) return false;
+        out.members.emplace_back(key, v);
+        skip_space();
+        if (take('}')) break;
+        if (!take(',')) return false;
+        skip_space();
+      }
+    }
+    skip_space();
+    return p_ == end_;
+  }
+
+ private:
+  void skip_space() noexcept {
+    while (p_ != end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
+  }
+
+  bool take(char c) noexcept {
+    if (p_ == end_ || *p_ != c) return false;
+    ++p_;
+    return true;
+  }
+
+  bool literal(std::string_view word) noexcept {
+    if (static_cast<std::size_t>(end_ - p_) < word.size() || std::string_view(p_, word.size()) != word)
+      return false;
+    p_ += word.size();
+    return true;
+  }
+
+  bool string(std::string_view& out) noexcept {
+    if (!take('"')) return false;
+    const char* start = p_;
+    for (; p_ != end_; ++p_) {
+      const auto c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        out = std::string_view(start, static_cast<std::size_t>(p_ - start));
+        ++p_;
+        return true;
+      }
+      if (c == '\\' || c < 0x20 || c >= 0x7f) return false;  // escapes, control bytes, UTF-8
+    }
+    return false;
+  }
+
+  bool number(Value& v) noexcept {
+    const bool negative = take('-');
+    if (p_ == end_ || *p_ < '0' || *p_ > '9') return false;
+    if (*p_ == '0' && end_ - p_ > 1 && p_[1] >= '0' && p_[1] <= '9') return false;  // a leading zero
+    std::uint64_t magnitude = 0;
+    for (; p_ != end_ && *p_ >= '0' && *p_ <= '9'; ++p_) {
+      const auto digit = static_cast<std::uint64_t>(*p_ - '0');
+      if (magnitude > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return false;  // a float
+      magnitude = magnitude * 10 + digit;
+    }
+    if (p_ != end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E')) return false;  // a float
+    if (!negative) {
+      v.kind = Value::Kind::unsigned_number;
+      v.unsigned_number = magnitude;
+      return true;
+    }
+    constexpr auto limit = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) + 1;
+    if (magnitude > limit) return false;  // a float
+    v.kind = Value::Kind::signed_number;
+    v.signed_number =
+        magnitude == limit ? std::numeric_limits<std::int64_t>::min() : -static_cast<std::int64_t>(magnitude);
+    return true;
+  }
+
+  bool value(Value& v, Object& out, bool in_array) {
+    if (p_ == end_) return false;
+    switch (*p_) {
+      case '"': v.kind = Value::Kind::string; return string(v.text);
+      case 't':
+        v.kind = Value::Kind::boolean;
+        v.boolean = true;
+        return literal("true");
+      case 'f':
+        v.kind = Value::Kind::boolean;
+        v.boolean = false;
+        return literal("false");
+      case 'n': v.kind = Value::Kind::null; return literal("null");
+      case '[': {
+        if (in_array) return false;  // nested arrays: the fallback's
+        ++p_;
+        v.kind = Value::Kind::array;
+        v.first = out.elements.size();
+        skip_space();
+        if (take(']')) return true;
+        for (;;) {
+          Value element;
+          if (!value(element, out, /*in_array=*/true)) return false;
+          out.elements.push_back(element);
+          skip_space();
+          if (take(']')) break;
+          if (!take(',')) return false;
+          skip_space();
+        }
+        v.count = out.elements.size() - v.first;
+        return true;
+      }
+      default: return number(v);
+    }
+  }
+
+  const char* p_;
+  const char* end_;
+};
+
+/// A value nlohmann::json parsed, in Object's form (its strings stay in `j`).
+Value from_json(const json& j, Object& out) {
+  Value v;
+  switch (j.type()) {
+    case json::value_t::boolean:
+      v.kind = Value::Kind::boolean;
+      v.boolean = j.get<bool>();
+      break;
+    case json::value_t::number_unsigned:
+      v.kind = Value::Kind::unsigned_number;
+      v.unsigned_number = j.get<std::uint64_t>();
+      break;
+    case json::value_t::number_integer:
+      v.kind = Value::Kind::signed_number;
+      v.signed_number = j.get<std::int64_t>();
+      break;
+    case json::value_t::number_float:
+      v.kind = Value::Kind::float_number;
+      v.float_number = j.get<double>();
+      break;
+    case json::value_t::string:
+      v.kind = Value::Kind::string;
+      v.text = j.get_ref<const std::string&>();
+      break;
+    case json::value_t::array: {
+      v.kind = Value::Kind::array;
+      v.first = out.elements.size();
+      v.count = j.size();
+      out.elements.resize(v.first + v.count);
+      for (std::size_t k = 0; k < v.count; ++k) {
+        const Value element = from_json(j[k], out);  // may append a nested array's elements
+        out.elements[v.first + k] = element;
+      }
+      break;
+    }
+    case json::value_t::object: v.kind = Value::Kind::object; break;
+    default: break;  // null (binary and discarded never come from parse)
+  }
+  return v;
+}
+
+/// Reads one line into `out`; false when it is not a JSON object.
+bool parse_object(std::string_view line, Object& out) {
+  out.clear();
+  if (FastParser(line).object(out)) return true;
+  out.clear();
+  out.fallback = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (out.fallback.is_discarded() || !out.fallback.is_object()) return false;
+  for (const auto& [key, item] : out.fallback.items()) {
+    const Value v = from_json(item, out);
+    out.members.emplace_back(key, v);
+  }
+  return true;
+}
+
 /// One line's object with typed, named access; errors name the line and field.
 class Record {
  public:
-  Record(const json& object, std::string_view source, std::size_t line)
+  Record(const Object& object, std::string_view source, std::size_t line)
       : object_(object), source_(source), line_(line) {}
 
-  [[nodiscard]] bool has(const char* field) const { return object_.contains(field); }
+  [[nodiscard]] bool has(const char* field) const { return object_.find(field) != nullptr; }
 
+  /// The field as a T, with nlohmann::json's conversions (a number converts
+  /// to any number type, a boolean to any but json's own number types); a null or
+  /// missing field is the fallback.
   template <typename T>
   T get(const char* field, T fallback = T{}) const {
-    const auto it = object_.find(field);
-    if (it == object_.end() || it->is_null()) return fallback;
-    try {
-      return it->get<T>();
-    } catch (const json::exception&) {
-      fail(field, fmt::format("has the wrong type ({})", it->type_name()));
+    const Value* v = object_.find(field);
+    if (v == nullptr || v->kind == Value::Kind::null) return fallback;
+    std::optional<T> converted;
+    if constexpr (std::is_same_v<T, std::vector<std::uint64_t>>) {
+      if (v->kind == Value::Kind::array) {
+        T items;
+        items.reserve(v->count);
+        for (std::size_t k = 0; k < v->count; ++k) {
+          const auto item = convert<std::uint64_t>(object_.elements[v->first + k]);
+          if (!item) break;
+          items.push_back(*item);
+        }
+        if (items.size() == v->count) converted = std::move(items);
+      }
+    } else {
+      converted = convert<T>(*v);
     }
+    if (!converted) fail(field, fmt::format("has the wrong type ({})", v->type_name()));
+    return std::move(*converted);
   }
 
   template <typename T>
@@ -71,7 +338,8 @@ class Record {
   }
 
   std::optional<std::uint32_t> stream() const {
-    if (!has("stream") || object_.at("stream").is_null()) return std::nullopt;
+    const Value* v = object_.find("stream");
+    if (v == nullptr || v->kind == Value::Kind::null) return std::nullopt;
     return get<std::uint32_t>("stream");
   }
 
@@ -80,7 +348,31 @@ class Record {
   }
 
  private:
-  const json& object_;
+  template <typename T>
+  static std::optional<T> convert(const Value& v) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (v.kind == Value::Kind::string) return std::string(v.text);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      if (v.kind == Value::Kind::boolean) return v.boolean;
+    } else {
+      static_assert(std::is_arithmetic_v<T>);
+      switch (v.kind) {
+        case Value::Kind::unsigned_number: return static_cast<T>(v.unsigned_number);
+        case Value::Kind::signed_number: return static_cast<T>(v.signed_number);
+        case Value::Kind::float_number: return static_cast<T>(v.float_number);
+        case Value::Kind::boolean:
+          // nlohmann::json converts a boolean to a number, except to its own number types.
+          if constexpr (!std::is_same_v<T, std::uint64_t> && !std::is_same_v<T, std::int64_t> &&
+                        !std::is_same_v<T, double>)
+            return static_cast<T>(v.boolean);
+          break;
+        default: break;
+      }
+    }
+    return std::nullopt;
+  }
+
+  const Object& object_;
   std::string_view source_;
   std::size_t line_;
 };
@@ -239,36 +531,84 @@ std::string_view to_string(call_class cls) noexcept {
 
 namespace {
 
-// std::getline with a bound: a file with no newline (or /dev/zero) must not
-// fill the memory before the record is found to be bad.
-bool next_line(std::streambuf& in, std::string& line, std::string_view source, std::size_t number) {
-  line.clear();
-  for (int c = in.sbumpc(); c != std::char_traits<char>::eof(); c = in.sbumpc()) {
-    if (c == '\n') return true;
-    if (line.size() == limits::max_trace_line_bytes) {
-      throw invalid_input(fmt::format("{}:{}: a record longer than {} bytes (expected one record per line)",
-                                      source, number, limits::max_trace_line_bytes));
+/// Lines of a stream, read in large blocks: std::getline with a bound (a
+/// file with no newline, or /dev/zero, must not fill the memory before the
+/// record is found to be bad), without a call per character.
+class LineReader {
+ public:
+  LineReader(std::streambuf& in, std::string_view source) : in_(in), source_(source) {}
+
+  /// The next line, without its newline; valid until the next call. False at the end.
+  bool next(std::string_view& line, std::size_t number) {
+    for (;;) {
+      const char* begin = buffer_.data() + position_;
+      const std::size_t left = buffer_.size() - position_;
+      if (const auto* newline = static_cast<const char*>(std::memchr(begin, '\n', left))) {
+        const auto length = static_cast<std::size_t>(newline - begin);
+        if (length > limits::max_trace_line_bytes) too_long(number);
+        line = std::string_view(begin, length);
+        position_ += length + 1;
+        return true;
+      }
+      if (left > limits::max_trace_line_bytes) too_long(number);
+      if (!refill()) {
+        if (left == 0) return false;
+        line = std::string_view(buffer_.data() + position_, left);
+        position_ = buffer_.size();
+        return true;
+      }
     }
-    line.push_back(static_cast<char>(c));
   }
-  return !line.empty();
-}
+
+  /// Nothing follows the line just read. Peeks without moving the buffer, so that line stays valid.
+  [[nodiscard]] bool at_end() const {
+    return position_ == buffer_.size() && (ended_ || in_.sgetc() == std::char_traits<char>::eof());
+  }
+
+ private:
+  static constexpr std::size_t block_bytes = std::size_t{1} << 20;
+
+  /// Drops the lines read and appends the next block; false when the stream has no more.
+  bool refill() {
+    if (ended_) return false;
+    buffer_.erase(0, position_);
+    position_ = 0;
+    const std::size_t kept = buffer_.size();
+    buffer_.resize(kept + block_bytes);
+    const auto got = static_cast<std::size_t>(std::max<std::streamsize>(
+        0, in_.sgetn(buffer_.data() + kept, static_cast<std::streamsize>(block_bytes))));
+    buffer_.resize(kept + got);
+    if (got == 0) ended_ = true;
+    return got != 0;
+  }
+
+  [[noreturn]] void too_long(std::size_t number) const {
+    throw invalid_input(fmt::format("{}:{}: a record longer than {} bytes (expected one record per line)",
+                                    source_, number, limits::max_trace_line_bytes));
+  }
+
+  std::streambuf& in_;
+  std::string_view source_;
+  std::string buffer_;
+  std::size_t position_ = 0;
+  bool ended_ = false;
+};
 
 }  // namespace
 
 RawTrace read_trace(std::istream& in, std::string_view source) {
   RawTrace trace;
-  std::string line;
+  std::string_view line;
   std::size_t number = 0;
-  std::streambuf& buffer = *in.rdbuf();
-  while (next_line(buffer, line, source, number + 1)) {
+  LineReader lines(*in.rdbuf(), source);
+  Object object;
+  while (lines.next(line, number + 1)) {
     ++number;
     limits::require_at_most(number, limits::max_trace_records, source, "records",
                             "a trace of more calls is beyond what the audit analyses");
     if (line.empty()) continue;
-    const bool last = buffer.sgetc() == std::char_traits<char>::eof();
-    json object = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (object.is_discarded() || !object.is_object()) {
+    const bool last = lines.at_end();
+    if (!parse_object(line, object)) {
       // A process killed mid-write leaves its last line cut short.
       if (last) break;
       throw invalid_input(

@@ -196,9 +196,13 @@ def expected_layout(data, view=None):
             engine_lane[r, e] = len(lanes)
             lanes.append(name(data["engines"][e], run))
     for r, run in enumerate(runs):
-        if run["host"]:
-            host_lane[r] = len(lanes)
-            lanes.append(name("host thread", run))
+        # One lane per host thread with spans; a single thread keeps the name "host thread".
+        threads = run.get("threads") or ["host"]
+        for t in sorted({(h[4] if len(h) > 4 else 0) or 0 for h in run["host"]}):
+            host_lane[r, t] = len(lanes)
+            base = (threads[t] if t < len(threads) and threads[t] else f"host thread {t + 1}") \
+                if len(threads) > 1 else "host thread"
+            lanes.append(name(base, run))
 
     # Floats throughout, in the order the page's doubles are computed: the
     # merge test compares positions exactly as the page does.
@@ -214,19 +218,20 @@ def expected_layout(data, view=None):
                                "kind": kind, "hl": hl, "r": r, "i": i, "op": op,
                                "clipped": start < v0 or end > v1})
 
-    highlighted = {op for group in data["highlight"] for op in group}
+    # Only ops with a bar count: findings whose ops the chart does not draw dim nothing.
+    highlighted = {op for group in data["highlight"] for op in group} & {o[8] for run in runs for o in run["ops"]}
     for r, run in enumerate(runs):
         for i, o in enumerate(run["ops"]):
             start = float(o[2])
             end = start + float(o[3])
             kind = "k-" + data["kinds"][o[4]]
-            hl = ("hl" if o[8] in highlighted else "dim") if data["highlight"] else ""  # any finding: all dim but its ops
+            hl = ("hl" if o[8] in highlighted else "dim") if highlighted else ""  # any finding's op: all dim but those
             for lane in [stream_lane[r, o[5]]] + ([engine_lane[r, o[6]]] if o[6] >= 0 else []):
                 add(lane, start, end, kind, hl, r, i, o[8])
         for i, h in enumerate(run["host"]):
             # Under a finding's highlight every host span is dimmed: no finding names one.
-            add(host_lane[r], float(h[1]), float(h[2]), "h-" + data["activities"][h[3]],
-                "dim" if data["highlight"] else "", r, -1 - i, -1)
+            add(host_lane[r, (h[4] if len(h) > 4 else 0) or 0], float(h[1]), float(h[2]), "h-" + data["activities"][h[3]],
+                "dim" if highlighted else "", r, -1 - i, -1)
     for bars_of_lane in per_lane:
         bars_of_lane.sort(key=lambda b: b["x0"])  # stable, like the page's sort
     return lanes, per_lane
@@ -759,6 +764,49 @@ def attributes(tag):
     return {k: html.unescape(v) for k, v in re.findall(r'([\w-]+)="([^"]*)"', tag)}
 
 
+def check_regions(page, data):
+    """Each region in the whole-run view: a shade across the lanes and a strip
+    under them, both where its start and end put them."""
+    v0, v1 = whole_run(data)
+    scale = WIDTH / (v1 - v0)
+    shades = [attributes(t) for t in re.findall(r'<rect\b[^>]*class="region region-[^"]*"[^>]*>', page.dom)]
+    strips = [attributes(t) for t in re.findall(r'<rect\b[^>]*class="region-strip [^"]*"[^>]*>', page.dom)]
+    expect(len(shades) == len(strips) == len(data["regions"]),
+           f"{len(shades)} shades and {len(strips)} strips for {len(data['regions'])} regions")
+    for k, (name, start, end) in enumerate(data["regions"]):
+        x0 = LABEL + (max(start, v0) - v0) * scale
+        width = max((min(end, v1) - v0) * scale + LABEL - x0, 1.0)
+        for what, r in (("shade", shades[k]), ("strip", strips[k])):
+            expect(abs(float(r["x"]) - x0) <= TOLERANCE_PX and abs(float(r["width"]) - width) <= TOLERANCE_PX,
+                   f"region {name!r} {what}: x {r['x']} width {r['width']}, expected {x0:.4f} {width:.4f}")
+        expect(strips[k].get("data-g") == str(k), f"region {name!r}: data-g {strips[k].get('data-g')}")
+    return [name for name, _, _ in data["regions"]]
+
+
+def check_audit(ctx):
+    """`overlap audit --from TRACE --format html` on recorded corpus traces: the
+    measured timeline, the phases shaded and named under it, the findings
+    listed (their ops outlined) and one lane per host thread."""
+    results = []
+    for name in ("simpleHyperQ.static", "simpleCallback.static"):
+        path = ctx.out(f"audit-{name.replace('.', '-')}.html")
+        ctx.cli("audit", "--from", os.path.join(ctx.source, "tests", "fixtures", "traces", "corpus", name + ".jsonl"),
+                "--format", "html", "-o", path, ok=(0, 1))
+        page = render(ctx.chromium, path)
+        check_clean(page)
+        data = page_data(open(path).read())
+        regions = labelled(name, check_regions, page, data)
+        expect("steady state" in regions, f"{name}: regions {regions}, no steady state")
+        expect("verdict: " in page.dom, f"{name}: no verdict above the chart")
+        findings = len(re.findall(r'<li data-group="\d+"', page.dom))
+        expect(findings == len(data["highlight"]), f"{name}: {findings} findings listed, "
+                                                    f"{len(data['highlight'])} highlight groups")
+        threads = {h[4] for run in data["runs"] for h in run["host"]}
+        layout = labelled(name, check_layout, page, data)
+        results.append(f"{name}: regions {regions}, {findings} findings, {len(threads)} host thread lane(s); {layout}")
+    return "; ".join(results)
+
+
 def check_bench_report(ctx):
     """The H100 page of `overlap bench --report` kept in docs/ (a comparison
     page: measured and predicted lanes, and the sweep charts). The charts are
@@ -801,6 +849,7 @@ CHECKS = [
     ("zoomed: first chunks, and a drag", check_zoom),
     ("check page: findings highlighted", check_findings),
     ("traced page: ops and host spans", check_trace),
+    ("audit page: phases, findings, host threads", check_audit),
     ("bench report (docs/, an H100 run): runs and charts", check_bench_report),
 ]
 

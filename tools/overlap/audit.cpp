@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -14,6 +15,7 @@
 #include "cli.hpp"
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/error.hpp"
+#include "overlap/io/exporters.hpp"
 #include "overlap/trace/trace_file.hpp"
 #include "subcommand.hpp"
 #include "traced_app.hpp"
@@ -58,6 +60,8 @@ cost; each host thread is judged on its own issue time.
 Examples:
   overlap audit -- ./my_app --size 1G
   overlap audit --json -- python3 train.py > audit.json
+  overlap audit --format html -o audit.html -- ./my_app   # one page: the measured timeline
+  overlap audit --from trace.jsonl --format html -o audit.html   # a trace recorded with --raw
   overlap audit --fail-on error -- ./my_app        # for CI: fail on races only
   overlap audit --device my-gpu.json -- ./my_app   # predictions on a probed model
   overlap audit --range train_step -- ./my_app     # the steady state: NVTX range 'train_step'
@@ -70,6 +74,7 @@ parseable. Exit codes: 0 nothing at or above --fail-on (default warning),
 struct AuditCommandOptions {
   std::vector<std::string> command;
   bool json = false;
+  std::string format = "text";
   std::string fail_on = "warning";
   std::string device = "h100";
   double idle_gap = 0.1;
@@ -110,6 +115,54 @@ MinSaving parse_min_saving(const std::string& text) {
   return m;
 }
 
+std::string ms_text(double ms) {
+  return io::format_number(ms) + " ms";
+}
+
+// The findings as the HTML page lists them; each outlines the ops of all
+// its listed occurrences, not only the first one's.
+std::vector<io::HtmlFinding> html_findings(const trace::AuditReport& r) {
+  std::vector<io::HtmlFinding> findings;
+  findings.reserve(r.findings.size());
+  for (const trace::AuditFinding& f : r.findings) {
+    io::HtmlFinding h;
+    h.level = std::string(check::to_string(f.level));
+    h.rule = f.count > 1 ? fmt::format("{} (×{})", f.rule, f.count) : f.rule;
+    h.message = f.certainty == "certain" ? f.message : fmt::format("{} [{}]", f.message, f.certainty);
+    h.fix = f.fix;
+    for (const trace::AuditOp& op : f.ops) h.ops.push_back(op.id);
+    for (const trace::AuditInstance& instance : f.instances)
+      for (const trace::AuditOp& op : instance.ops) h.ops.push_back(op.id);
+    std::sort(h.ops.begin(), h.ops.end());
+    h.ops.erase(std::unique(h.ops.begin(), h.ops.end()), h.ops.end());
+    std::vector<std::string> cost;
+    if (f.measured) cost.push_back("measured: " + f.measured->text);
+    if (f.predicted_saving)
+      cost.push_back(
+          fmt::format("predicted saving: {} on the {} model", ms_text(*f.predicted_saving), r.device_model));
+    h.cost = fmt::format("{}", fmt::join(cost, "; "));
+    findings.push_back(std::move(h));
+  }
+  return findings;
+}
+
+// The measured timeline with the verdict and the phases above it, the
+// phases shaded on it, and the findings' ops outlined. The whole run's
+// summary table is left out: the verdict's numbers are the steady state's.
+std::string html_report(const trace::Capture& run, const trace::AuditReport& r) {
+  io::HtmlReportOptions options;
+  options.title = fmt::format("{}", fmt::join(r.command, " "));
+  options.notes.push_back("verdict: " + r.verdict.text);
+  for (std::string& line : trace::phase_lines(r)) options.notes.push_back(std::move(line));
+  for (const std::string& note : r.notes) options.notes.push_back("note: " + note);
+  const trace::Phases& p = r.phases;
+  options.regions = {{"startup", 0.0, p.steady_start},
+                     {"steady state", p.steady_start, p.steady_end},
+                     {"teardown", p.steady_end, std::max(p.end, run.timeline.total())}};
+  options.summary_table = false;
+  return io::to_html(run.timeline, html_findings(r), options);
+}
+
 int report(const trace::Capture& run, const AuditCommandOptions& o, check::severity fail_on,
            std::vector<std::string> command, int exit_code, Streams io) {
   trace::AuditOptions options;
@@ -124,11 +177,20 @@ int report(const trace::Capture& run, const AuditCommandOptions& o, check::sever
   trace::AuditReport r = trace::audit(run, DeviceModel::load(o.device), options);
   r.command = std::move(command);
   r.exit_code = exit_code;
-  write_output(o.output, o.json ? trace::format_json(r, fail_on) : trace::format_text(r, fail_on), io);
+  if (o.json || o.format == "json") {
+    write_output(o.output, trace::format_json(r, fail_on), io);
+  } else if (o.format == "html") {
+    write_output(o.output, html_report(run, r), io);
+  } else {
+    write_output(o.output, trace::format_text(r, fail_on), io);
+  }
   return r.fails(fail_on) ? exit_findings : exit_ok;
 }
 
 int run_audit(const AuditCommandOptions& o, Streams io) {
+  if (o.format != "text" && o.format != "json" && o.format != "html")
+    throw invalid_input(
+        fmt::format("--format: unknown format '{}' (expected one of: text, json, html)", o.format));
   check::severity fail_on = check::severity::warning;
   try {
     fail_on = check::parse_severity(o.fail_on);
@@ -160,7 +222,11 @@ Subcommand add_audit(CLI::App& parent, Streams io) {
       parent.add_subcommand("audit", "Run an unmodified CUDA app and find what kills its overlap");
   app->footer(examples);
   app->add_option("command", o->command, "The app and its arguments, after --");
-  app->add_flag("--json", o->json, "Print the report as JSON");
+  app->add_flag("--json", o->json, "Print the report as JSON (same as --format json)");
+  app->add_option("-f,--format", o->format,
+                  "text (default), json, or html: one page with the verdict, the phases and the findings "
+                  "above the measured timeline, the phases shaded and each finding's ops outlined")
+      ->capture_default_str();
   app->add_option("--fail-on", o->fail_on, "Exit 1 when a finding is at or above: info, warning, error")
       ->capture_default_str();
   app->add_option("--device", o->device, "Device model the predictions use: a preset or a JSON model file")

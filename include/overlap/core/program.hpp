@@ -94,6 +94,12 @@ struct Access {
   access_mode mode = access_mode::read;  ///< whether the op reads or writes the range
   /// How the range is known: races on inferred ranges are reported as possible, not certain.
   access_source source = access_source::declared;
+  /// Inferred kernel accesses: which of the kernel's pointer parameters (0
+  /// for the first) the range comes from, -1 otherwise. Two launches of one
+  /// kernel given the same pointer in the same parameter share it by design
+  /// (an input, or atomically or index-partitioned output), which is not a
+  /// race (see check::visit_races).
+  std::int32_t parameter = -1;
 };
 
 /// One host call or host activity, in issue order.

@@ -47,6 +47,29 @@ struct HtmlFinding {
 /// The one-run report with `findings` listed above the chart; clicking one
 /// highlights only its ops.
 [[nodiscard]] std::string to_html(const Timeline& timeline, const std::vector<HtmlFinding>& findings);
+/// A named stretch of a report's time axis, e.g. a run's startup, steady
+/// state and teardown: shaded across every lane and named in a strip under
+/// the chart (clicking it zooms to it), so a reader sees which part of the
+/// run each finding is about.
+struct HtmlRegion {
+  std::string name;    ///< shown in the strip and in its tooltip
+  double start = 0.0;  ///< in the Timeline's time unit
+  double end = 0.0;    ///< after start; regions with end <= start are not drawn
+};
+/// What a one-run report with findings shows besides them (`overlap audit
+/// --format html`: the verdict and the phases above a measured timeline).
+struct HtmlReportOptions {
+  std::string title;                ///< the heading; empty: the Timeline's program name
+  std::vector<std::string> notes;   ///< lines of plain text under the heading, above the findings
+  std::vector<HtmlRegion> regions;  ///< drawn on the chart, in order (each its own shade)
+  /// The whole run's summary table (times, engine use, bound) under the
+  /// findings; a report whose notes judge one part of the run turns it off,
+  /// so that two different totals do not stand side by side.
+  bool summary_table = true;
+};
+/// The report with findings, and with `options`' title, notes and regions.
+[[nodiscard]] std::string to_html(const Timeline& timeline, const std::vector<HtmlFinding>& findings,
+                                  const HtmlReportOptions& options);
 /// Two runs of one Program on one page, e.g. a measured run and the
 /// simulator's prediction of it: their metrics side by side, the total
 /// error, the ops whose durations differ most (matched by op id), and both

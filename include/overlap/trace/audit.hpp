@@ -69,6 +69,10 @@ struct AuditOp {
 struct MeasuredCost {
   double time = 0.0;  ///< milliseconds
   std::string text;   ///< "the host sat blocked 41.2 ms in 32 pageable copies"
+  /// How many of the pattern's calls the cost counts: all of them in the
+  /// run, not only the few a finding lists (in the steady state when the
+  /// cost is the steady state's). Zero means the pattern never happened there.
+  std::size_t calls = 0;
 };
 
 /// One occurrence of a finding's pattern (for a race, one racing pair of ops).
@@ -99,7 +103,9 @@ struct AuditFinding {
 
 /// What bounds the run, and how far it is from that bound.
 struct Verdict {
-  std::string bound;   ///< "copy engines", "compute", "host issue" or "synchronization"
+  /// What bounds the steady state, one of "copy engines", "compute", "host
+  /// issue", "host synchronization", "false serialization", "launch latency".
+  std::string bound;
   double total = 0.0;  ///< the measured run, ms, from the first CUDA call
   /// From the first device work's start to the last one's end, ms: the run
   /// without the process's set-up before it and host work after it.
@@ -155,5 +161,10 @@ struct AuditReport {
 /// The report as JSON (docs/audit.md lists the fields).
 [[nodiscard]] std::string format_json(const AuditReport& report,
                                       check::severity fail_on = check::severity::warning);
+/// The report's lines on the run's phases, as format_text writes them: the
+/// startup with where its time went, the steady state with how it was found,
+/// the teardown, then what each host thread did in the steady state; one
+/// line each, without line ends (the HTML report lists them above its chart).
+[[nodiscard]] std::vector<std::string> phase_lines(const AuditReport& report);
 
 }  // namespace overlap::trace

@@ -73,6 +73,10 @@ struct OpOrigin {
   /// the like returning cudaErrorNotReady) on one thread: the host waiting
   /// for the device, never issue cost. call_end is the last poll's end.
   bool polling = false;
+  /// A graph launch whose graph copies to or from pageable host memory: the
+  /// driver stages that copy inside the launch, so the call holds the host
+  /// until the graph's earlier work is done (a blocked host, not issuing).
+  bool holds_host = false;
   /// The host thread that made the call: an index into Timeline::host_threads.
   std::size_t thread = 0;
 };

@@ -1,0 +1,76 @@
+// The capture pass for CUDA graphs: what a graph launch ran, and which calls
+// only built a graph.
+//
+// A trace shows a cudaGraphLaunch (or cuGraphLaunch) as one call without a
+// stream, and the kernels, copies and memsets the graph ran as device
+// records carrying that call's correlation id (directly or through an
+// `alias`). Each record becomes an op of the Program on the stream it ran on,
+// with its measured duration, issued by the launch call: the ops of one
+// launch are ordered after the launch stream's earlier work (the graph's
+// other streams wait for it) and before its later work (the launch stream
+// waits for them), as CUDA orders a graph launch in its stream. The graph's
+// edges are not in the trace, so ops on one stream keep the order they ran
+// in and ops on different streams are left unordered; records carry no
+// addresses, so graph ops have no accesses (no race is checked on them).
+//
+// Calls made while a stream was being captured (cudaStreamBeginCapture ..
+// cudaStreamEndCapture) add nodes to a graph; they run nothing. A call of the
+// capturing thread in that window that would issue or order stream work and
+// has no device record of its own is captured: it is host time, not an op.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "overlap/trace/trace_file.hpp"
+
+namespace overlap::trace::detail {
+
+/// cudaGraphLaunch or cuGraphLaunch.
+[[nodiscard]] bool is_graph_launch(const Call& call) noexcept;
+
+/// One graph launch as the device records show it.
+struct GraphLaunch {
+  /// The graph's number, from 1, in the order graphs were first launched; a
+  /// graph is known by the work it ran (kinds, kernel names, bytes), since the
+  /// trace does not record graph handles.
+  std::size_t graph = 0;
+  /// The stream it was launched on (CUPTI id): of the streams its work ran
+  /// on, the one the app's own calls or stream records name (the others are
+  /// the driver's, for the graph's branches), else that of its first work;
+  /// empty when the records name none.
+  std::optional<std::uint32_t> stream;
+  /// Its device records (indices into RawTrace::work): the launch stream's
+  /// first, then each other stream's in stream id order, each in start order.
+  std::vector<std::size_t> work;
+};
+
+/// The graph launches and stream-captured calls of a whole trace.
+class GraphLaunches {
+ public:
+  /// Reads `trace.calls[order]` (host order) and the device records of each
+  /// call, `work_by_call` (call corr -> indices into trace.work, syncs left out).
+  GraphLaunches(const RawTrace& trace, const std::vector<std::size_t>& order,
+                const std::map<std::uint64_t, std::vector<std::size_t>>& work_by_call);
+
+  /// The launch made by call `index` (into trace.calls); null for a call that
+  /// is not a graph launch or whose graph ran no recorded work.
+  [[nodiscard]] const GraphLaunch* launch(std::size_t index) const;
+  /// Call `index` was made during stream capture: it added a node to a graph
+  /// and ran nothing.
+  [[nodiscard]] bool captured(std::size_t index) const { return captured_.contains(index); }
+  /// Stream `id` ran only graph work and no call names it: one of the
+  /// driver's streams for a graph's branches.
+  [[nodiscard]] bool internal_stream(std::uint32_t id) const { return internal_.contains(id); }
+
+ private:
+  std::map<std::size_t, GraphLaunch> launches_;
+  std::set<std::size_t> captured_;
+  std::set<std::uint32_t> internal_;
+};
+
+}  // namespace overlap::trace::detail

@@ -1,0 +1,186 @@
+// CUDA graphs in traces: a graph launch's device records become ops of the
+// Program on the streams they ran on; calls made during stream capture run
+// nothing; graph set-up is not an idle-gap culprit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "overlap/core/device_model.hpp"
+#include "overlap/trace/audit.hpp"
+#include "trace_builder.hpp"
+
+namespace overlap {
+namespace {
+
+using test::TraceBuilder;
+
+// A graph launched twice on stream 13: an upload and a kernel on 13, a memset
+// on the driver's stream 15 (no stream record, no call names it).
+TraceBuilder two_graph_launches() {
+  TraceBuilder t;
+  t.stream(13, "blocking");
+  t.call("cudaGraphInstantiate", "other", 0, 50);
+  for (int i = 0; i < 2; ++i) {
+    const double at = 100.0 + i * 1000.0;
+    t.call("cudaGraphLaunch", "other", at, at + 10);
+    t.work("memcpy", at + 20, at + 420,
+           {{"stream", 13}, {"bytes", 1 << 20}, {"kind", "h2d"}, {"src", "pinned"}, {"dst", "device"}});
+    t.work("memset", at + 15, at + 18, {{"stream", 15}, {"bytes", 4096}});
+    t.work("kernel", at + 430, at + 530, {{"stream", 13}, {"name", "_Z6reducePfPdmm"}});
+    t.call("cudaStreamSynchronize", "stream_sync", at + 11, at + 540, {{"stream", 13}});
+  }
+  return t;
+}
+
+TEST(TraceGraphs, LaunchWorkBecomesOpsOnTheStreamsItRanOn) {
+  const trace::Capture run = two_graph_launches().capture();
+  EXPECT_EQ(run.unmatched_work, 0U);  // no "device activities matched no traced call"
+  const Program& p = run.program;
+  std::size_t kernels = 0;
+  std::size_t copies = 0;
+  std::size_t memsets = 0;
+  for (op_id i = 0; i < p.ops().size(); ++i) {
+    const Op& op = p.ops()[i];
+    if (op.kind == op_kind::kernel) {
+      ++kernels;
+      EXPECT_EQ(op.label, "graph 1: reduce");  // the same work: the same graph
+      EXPECT_NEAR(*op.duration, 0.1, 1e-9);    // measured
+      EXPECT_EQ(p.streams()[*op.stream].name, "stream 13");
+      EXPECT_EQ(run.origin[i].api, "cudaGraphLaunch");
+    } else if (op.kind == op_kind::copy) {
+      ++copies;
+      EXPECT_EQ(op.label, "graph 1: H2D");
+      EXPECT_NEAR(*op.duration, 0.4, 1e-9);
+    } else if (op.kind == op_kind::memset) {
+      ++memsets;
+      // The driver's branch stream: ordered by the launch, not the legacy stream.
+      EXPECT_EQ(p.streams()[*op.stream].name, "stream 15");
+      EXPECT_EQ(p.streams()[*op.stream].kind, stream_kind::non_blocking);
+    }
+  }
+  EXPECT_EQ(kernels, 2U);
+  EXPECT_EQ(copies, 2U);
+  EXPECT_EQ(memsets, 2U);
+  // The branch waits for the launch stream and the launch stream for it.
+  EXPECT_EQ(std::count_if(p.ops().begin(), p.ops().end(),
+                          [](const Op& op) { return op.kind == op_kind::stream_wait_event; }),
+            4);
+  // The measured timeline shows the work, and one host span per launch.
+  std::size_t device_spans = 0;
+  for (const Span& s : run.timeline.spans) device_spans += s.unit != engine::none ? 1 : 0;
+  EXPECT_EQ(device_spans, 6U);
+  EXPECT_EQ(std::count_if(run.timeline.host_spans.begin(), run.timeline.host_spans.end(),
+                          [](const HostSpan& s) { return s.label == "cudaGraphLaunch"; }),
+            2);
+}
+
+// A graph whose memcpy node writes pageable memory: the driver stages it
+// inside cudaGraphLaunch, which returns only once the graph's copy is done
+// (simpleCudaGraphs' 8-byte result). That time is the host blocked, not
+// issuing; and the part of the launch beyond the model's call cost, which
+// the Program keeps as host work, is not drawn over the launch a second time.
+TEST(TraceGraphs, ALaunchStagingAPageableCopyHoldsTheHost) {
+  TraceBuilder t;
+  t.stream(13, "blocking");
+  for (int i = 0; i < 3; ++i) {
+    const double at = 100.0 + i * 2000.0;
+    t.call("cudaGraphLaunch", "other", at, at + 1500, {{"stream", 13}});
+    t.work("kernel", at + 20, at + 1400, {{"stream", 13}, {"name", "_Z6reducePfPdmm"}});
+    t.work("memcpy", at + 1410, at + 1420,
+           {{"stream", 13}, {"bytes", 8}, {"kind", "d2h"}, {"src", "device"}, {"dst", "pageable"}});
+  }
+  const trace::Capture run = t.capture();
+  std::size_t launches = 0;
+  for (const HostSpan& h : run.timeline.host_spans) {
+    if (h.label == "cudaGraphLaunch") {
+      ++launches;
+      EXPECT_EQ(h.activity, host_activity::blocked);
+    }
+    // No host span lies inside a launch: the launch is the host's whole time there.
+    for (const HostSpan& other : run.timeline.host_spans) {
+      if (other.label != "cudaGraphLaunch" || &other == &h) continue;
+      EXPECT_FALSE(h.start >= other.start && h.end <= other.end && h.end > h.start + 1e-9)
+          << h.label << " [" << h.start << ", " << h.end << "] inside a launch";
+    }
+  }
+  EXPECT_EQ(launches, 3U);
+}
+
+TEST(TraceGraphs, DistinctGraphsGetTheirOwnNumbers) {
+  TraceBuilder t;
+  t.stream(13, "blocking");
+  t.call("cudaGraphLaunch", "other", 0, 10);
+  t.work("kernel", 20, 30, {{"stream", 13}, {"name", "_Z1av"}});
+  t.call("cudaGraphLaunch", "other", 40, 50);
+  t.work("kernel", 60, 70, {{"stream", 13}, {"name", "_Z1bv"}});
+  const trace::Capture run = t.capture();
+  std::vector<std::string> labels;
+  for (const Op& op : run.program.ops()) {
+    if (op.kind == op_kind::kernel) labels.push_back(op.label);
+  }
+  EXPECT_EQ(labels, (std::vector<std::string>{"graph 1: a", "graph 2: b"}));
+}
+
+TEST(TraceGraphs, CallsMadeDuringStreamCaptureRunNothing) {
+  constexpr std::uint64_t dev = 0x7000'0000'0000;
+  constexpr std::uint64_t stack = 0x7ffd'0000'0000;  // pageable
+  TraceBuilder t;
+  t.stream(20, "blocking");
+  t.call("cudaMalloc", "alloc", 0, 5, {{"ptr", dev}, {"bytes", 1 << 20}, {"memory", "device"}});
+  t.call("cudaStreamBeginCapture", "other", 10, 11);
+  t.call("cudaLaunchKernel", "launch", 12, 13, {{"stream", 20}, {"kernel", "_Z1kPf"}, {"ptrs", {dev}}});
+  t.call(
+      "cudaMemcpyAsync", "copy", 14, 15,
+      {{"dst", stack}, {"src", dev}, {"bytes", 1 << 20}, {"kind", "d2h"}, {"stream", 20}, {"async", true}});
+  t.call("cudaStreamEndCapture", "other", 16, 17);
+  const trace::Capture run = t.capture();
+  for (const Op& op : run.program.ops()) {
+    EXPECT_NE(op.kind, op_kind::kernel) << op.label;
+    EXPECT_NE(op.kind, op_kind::copy) << op.label;
+  }
+  const trace::AuditReport report = trace::audit(run, DeviceModel::preset("h100"));
+  for (const trace::AuditFinding& f : report.findings) EXPECT_NE(f.rule, "pageable-async-copy");
+}
+
+// A launch on a stream not being captured still runs: it has device records.
+TEST(TraceGraphs, WorkOnAStreamNotCapturedStillRuns) {
+  TraceBuilder t;
+  t.stream(20, "blocking").stream(21, "blocking");
+  t.call("cudaStreamBeginCapture", "other", 10, 11);
+  t.call("cudaLaunchKernel", "launch", 12, 13, {{"stream", 21}, {"kernel", "_Z1kv"}});
+  t.work("kernel", 14, 20, {{"stream", 21}});
+  t.call("cudaStreamEndCapture", "other", 21, 22);
+  const trace::Capture run = t.capture();
+  EXPECT_EQ(std::count_if(run.program.ops().begin(), run.program.ops().end(),
+                          [](const Op& op) { return op.kind == op_kind::kernel; }),
+            1);
+}
+
+// Two graphs instantiated between two phases of launches: one gap, set-up,
+// not calls made again and again.
+TEST(TraceGraphs, GraphSetUpBetweenPhasesIsNoIdleGap) {
+  TraceBuilder t;
+  t.stream(13, "blocking");
+  double at = 0.0;
+  for (int phase = 0; phase < 2; ++phase) {
+    for (int i = 0; i < 6; ++i, at += 1000.0) {
+      t.call("cudaGraphLaunch", "other", at, at + 10);
+      t.work("kernel", at + 20, at + 990, {{"stream", 13}, {"name", "_Z1kv"}});
+    }
+    if (phase == 0) {
+      t.call("cudaGraphInstantiate", "other", at, at + 2000);
+      t.call("cudaGraphInstantiate", "other", at + 2000, at + 4000);
+      t.call("cudaMallocHost", "alloc", at + 4000, at + 6000,
+             {{"ptr", 0x1000}, {"bytes", 64}, {"memory", "pinned"}});
+      t.call("cudaMallocHost", "alloc", at + 6000, at + 8000,
+             {{"ptr", 0x2000}, {"bytes", 64}, {"memory", "pinned"}});
+      at += 8000.0;
+    }
+  }
+  const trace::AuditReport report = trace::audit(t.capture(), DeviceModel::preset("h100"));
+  for (const trace::AuditFinding& f : report.findings) EXPECT_NE(f.rule, "idle-gap") << f.message;
+}
+
+}  // namespace
+}  // namespace overlap
