@@ -107,6 +107,69 @@ TEST(TraceGraphs, ALaunchStagingAPageableCopyHoldsTheHost) {
   EXPECT_EQ(launches, 3U);
 }
 
+// A graph launched in a loop whose memcpy nodes upload from and download to
+// pageable host memory, with some host work between launches: each launch
+// holds the host until the driver has staged its copies. That is the
+// pageable-async-copy trap, run by cudaGraphLaunch rather than a
+// cudaMemcpyAsync, and pinning the buffers frees the host.
+TraceBuilder graph_with_pageable_copies(std::uint64_t bytes, double h2d_us, double d2h_us) {
+  TraceBuilder t;
+  t.stream(13, "blocking");
+  double at = 100.0;
+  for (int i = 0; i < 20; ++i) {
+    const double kernel_start = at + 20 + h2d_us;
+    const double d2h_start = kernel_start + 300;
+    const double end = d2h_start + d2h_us;
+    t.call("cudaGraphLaunch", "other", at, end + 10, {{"stream", 13}});
+    if (h2d_us > 0.0)
+      t.work("memcpy", at + 20, at + 20 + h2d_us,
+             {{"stream", 13}, {"bytes", bytes}, {"kind", "h2d"}, {"src", "pageable"}, {"dst", "device"}});
+    t.work("kernel", kernel_start, d2h_start, {{"stream", 13}, {"name", "_Z6negatePf"}});
+    t.work("memcpy", d2h_start, end,
+           {{"stream", 13}, {"bytes", bytes}, {"kind", "d2h"}, {"src", "device"}, {"dst", "pageable"}});
+    t.call("cudaStreamSynchronize", "stream_sync", end + 11, end + 20, {{"stream", 13}});
+    at = end + 200;  // the host's own work
+  }
+  return t.footer();
+}
+
+TEST(TraceGraphs, PageableMemcpyNodesAreTheTrapRunByTheLaunch) {
+  // 4 MiB each way at about 6 GB/s: what a pageable copy costs on the H100.
+  const trace::Capture run = graph_with_pageable_copies(4 << 20, 700, 650).capture();
+  const trace::AuditReport r = trace::audit(run, DeviceModel::preset("h100"));
+  const auto f = std::find_if(r.findings.begin(), r.findings.end(),
+                              [](const trace::AuditFinding& x) { return x.rule == "pageable-async-copy"; });
+  ASSERT_NE(f, r.findings.end()) << trace::format_text(r);
+  EXPECT_EQ(f->level, check::severity::warning);
+  EXPECT_NE(f->message.find("memcpy nodes of a CUDA graph"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("cudaGraphLaunch holds the host"), std::string::npos) << f->message;
+  EXPECT_EQ(f->message.find("cudaMemcpyAsync from pageable"), std::string::npos) << f->message;
+  EXPECT_NE(f->fix.find("pinned host memory"), std::string::npos) << f->fix;
+  ASSERT_FALSE(f->ops.empty());
+  EXPECT_EQ(f->ops.front().api, "cudaGraphLaunch");
+  // Measured: each launch once, not once per node.
+  ASSERT_TRUE(f->measured.has_value());
+  EXPECT_NE(f->measured->text.find("cudaGraphLaunch calls"), std::string::npos) << f->measured->text;
+  EXPECT_LE(f->measured->calls, 20U);
+  // Priced: pinning frees the host in each launch, and the launch's held time
+  // is not also kept as host work the repair cannot remove.
+  ASSERT_TRUE(f->predicted_saving.has_value());
+  EXPECT_GT(*f->predicted_saving, 0.2 * f->measured->time) << trace::format_text(r);
+}
+
+// An 8-byte result read back by a pageable memcpy node, then a synchronize:
+// the host would wait in the synchronize anyway, so pinning saves nothing
+// worth a warning (simpleCudaGraphs, jacobiCudaGraphs).
+TEST(TraceGraphs, ASmallPageableNodeBeforeASynchronizeIsNoWarning) {
+  const trace::Capture run = graph_with_pageable_copies(8, 0, 5).capture();
+  const trace::AuditReport r = trace::audit(run, DeviceModel::preset("h100"));
+  for (const trace::AuditFinding& f : r.findings) {
+    if (f.rule == "pageable-async-copy") {
+      EXPECT_EQ(f.level, check::severity::info) << trace::format_text(r);
+    }
+  }
+}
+
 TEST(TraceGraphs, DistinctGraphsGetTheirOwnNumbers) {
   TraceBuilder t;
   t.stream(13, "blocking");

@@ -231,6 +231,52 @@ TEST(TracePhases, WithoutRepetitionTheSteadyStateStartsAfterTheSetUpAllocations)
   EXPECT_NEAR(p.steady_end, 12.31, 1e-9);
 }
 
+// Two threads use a library for the first time: thread 8's occupancy query
+// loads the kernels' module for 5 ms and its first launch (1.2 ms) loads
+// another, while thread 7's first kernel has long finished and the device waits. That
+// warm-up is startup; the steady state starts with the work issued after it.
+TEST(TracePhases, ModulesLoadingOnFirstUseAreStartupNotTheSteadyState) {
+  TraceBuilder t;
+  t.stream(13, "non_blocking");
+  t.stream(14, "non_blocking");
+  t.call("cudaGetDeviceCount", "other", 0, 1);
+  t.call("cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", "other", 5, 5000, {{"tid", 8}});
+  t.call("cudaLaunchKernel", "launch", 10, 100, {{"stream", 13}, {"kernel", "_Z1av"}});
+  t.work("kernel", 100, 200, {{"stream", 13}});
+  t.call("cudaLaunchKernel", "launch", 5000, 6200, {{"stream", 14}, {"kernel", "_Z1bv"}, {"tid", 8}});
+  t.work("kernel", 6200, 7200, {{"stream", 14}});
+  t.call("cudaLaunchKernel", "launch", 6300, 6310, {{"stream", 13}, {"kernel", "_Z1cv"}});
+  t.work("kernel", 6320, 9320, {{"stream", 13}});
+  t.call("cudaLaunchKernel", "launch", 6310, 6320, {{"stream", 14}, {"kernel", "_Z1dv"}, {"tid", 8}});
+  t.work("kernel", 7200, 9200, {{"stream", 14}});
+  t.call("cudaLaunchKernel", "launch", 6320, 6330, {{"stream", 13}, {"kernel", "_Z1ev"}});
+  t.work("kernel", 9320, 9400, {{"stream", 13}});
+  const trace::Phases p = trace::find_phases(t.footer().capture());
+  EXPECT_EQ(p.source, "device work");
+  EXPECT_NEAR(p.steady_start, 6.3, 1e-9);
+  EXPECT_NEAR(p.steady_end, 9.4, 1e-9);
+  EXPECT_NE(p.text.find("modules loading on first use"), std::string::npos) << p.text;
+  EXPECT_GE(p.startup.modules, 4.9);  // the query and the first launches
+}
+
+// A short kernel query is not loading, and when the loading calls cover most
+// of the device work, that work is the run: the start stays.
+TEST(TracePhases, LoadingThatHoldsMostOfTheWorkStaysInTheSteadyState) {
+  TraceBuilder t;
+  t.stream(13, "non_blocking");
+  t.call("cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", "other", 0, 5);
+  t.call("cudaLaunchKernel", "launch", 10, 3000, {{"stream", 13}, {"kernel", "_Z1av"}});
+  t.work("kernel", 3000, 6000, {{"stream", 13}});
+  t.call("cudaLaunchKernel", "launch", 20, 30, {{"stream", 13}, {"kernel", "_Z1bv"}, {"tid", 8}});
+  t.work("kernel", 6000, 9000, {{"stream", 13}});
+  t.call("cudaLaunchKernel", "launch", 3100, 3110, {{"stream", 13}, {"kernel", "_Z1cv"}});
+  t.work("kernel", 9000, 9100, {{"stream", 13}});
+  const trace::Phases p = trace::find_phases(t.footer().capture());
+  EXPECT_EQ(p.source, "device work");
+  EXPECT_NEAR(p.steady_start, 0.01, 1e-9);
+  EXPECT_EQ(p.text.find("modules loading"), std::string::npos) << p.text;
+}
+
 // A host that spins on cudaEventQuery while a 10 ms kernel runs.
 TEST(TracePolling, PollingWhileAKernelRunsIsWaitingNotIssuing) {
   TraceBuilder t;

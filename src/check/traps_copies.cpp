@@ -1,5 +1,5 @@
 // Trap rules about copies: (a) copies and memsets on the legacy default
-// stream, (b) cudaMemcpyAsync from pageable memory.
+// stream, (b) cudaMemcpyAsync and graph memcpy nodes from pageable memory.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -225,6 +225,67 @@ std::string legacy_fix(const Program& p, const LegacyRepair& plan) {
   return fix + ".";
 }
 
+// Below this a copy is latency-bound: pinning it does not make it faster
+// (the capture calibrates pageable rates only from larger copies too).
+constexpr std::uint64_t latency_bound_bytes = std::uint64_t{64} * 1024;
+// Host work shorter than this between calls is the calls' own overhead (the
+// capture's min_host_work), not work the host could overlap with the copy.
+constexpr double negligible_host_work = 0.01;
+
+// A small pageable copy whose stream the host synchronizes on next, issuing
+// nothing and doing no work of its own in between (the ops of the same graph
+// launch aside): pinned, the host would wait in that synchronize instead, for
+// a copy no faster, so pinning saves nothing (an 8-byte result read at once).
+bool awaited_at_once(const Program& p, op_id copy) {
+  const Op& x = p.ops()[copy];
+  if (x.bytes >= latency_bound_bytes) return false;
+  for (auto i = static_cast<std::size_t>(copy) + 1; i < p.ops().size(); ++i) {
+    const Op& op = p.ops()[i];
+    if (x.graph_node && op.graph_node) continue;  // the rest of the launch's graph
+    if (is_stream_op(op.kind) && op.kind != op_kind::copy && op.kind != op_kind::memset &&
+        op.kind != op_kind::kernel && op.kind != op_kind::host_function)
+      continue;  // a record or wait issues no work
+    if (op.kind == op_kind::host_work && op.duration.value_or(0.0) < negligible_host_work) continue;
+    if (op.kind == op_kind::device_synchronize) return true;
+    return op.kind == op_kind::stream_synchronize && op.stream == x.stream;
+  }
+  return false;
+}
+
+// A graph's memcpy node too small for staging to cost anything (an 8-byte
+// result read back): what holds cudaGraphLaunch there is the wait for the
+// graph's earlier work, which the copy's result needs whatever its memory,
+// so pinning saves nothing. The launch is still drawn as holding the host.
+bool small_graph_node(const Op& op) {
+  return op.graph_node && op.bytes < latency_bound_bytes;
+}
+
+// The pageable copies named by what ran them: cudaMemcpyAsync calls, and
+// memcpy nodes of CUDA graphs, which the driver stages inside cudaGraphLaunch
+// (the launch, not a copy call, holds the host).
+std::string pageable_message(const Program& p, const std::vector<op_id>& instances) {
+  std::vector<op_id> calls;
+  std::vector<op_id> nodes;
+  for (const op_id i : instances) (p.ops()[i].graph_node ? nodes : calls).push_back(i);
+  std::string message;
+  if (!calls.empty()) {
+    message = fmt::format(
+        "cudaMemcpyAsync from pageable memory ({}): the driver stages the data through a pinned buffer while "
+        "the host waits, so the host issues nothing else until the copy is done",
+        op_list(p, calls));
+  }
+  if (!nodes.empty()) {
+    if (!message.empty()) message += "; and ";
+    message += fmt::format(
+        "{} memcpy node{} of a CUDA graph on pageable host memory ({}), run by cudaGraphLaunch rather than a "
+        "cudaMemcpyAsync: the driver stages each through a pinned buffer inside the launch, so "
+        "cudaGraphLaunch holds the host until the graph's copy is done",
+        nodes.size() == 1 ? "A" : fmt::format("{}", nodes.size()), nodes.size() == 1 ? "" : "s",
+        op_list(p, nodes));
+  }
+  return message + ".";
+}
+
 }  // namespace
 
 void find_legacy_default_stream(TrapContext& context, std::vector<Finding>& findings) {
@@ -276,7 +337,8 @@ void find_pageable_async_copies(TrapContext& context, std::vector<Finding>& find
     const Op& op = p.ops()[i];
     const bool elsewhere = on_legacy(p, op) ? !legacy.other_streams || of_rule_a.contains(i) : false;
     if (op.kind == op_kind::copy && op.mode == call_mode::asynchronous &&
-        op.memory == host_memory::pageable && op.direction != copy_direction::d2d && !elsewhere) {
+        op.memory == host_memory::pageable && op.direction != copy_direction::d2d && !elsewhere &&
+        !awaited_at_once(p, i) && !small_graph_node(op)) {
       instances.push_back(i);
     }
   }
@@ -287,6 +349,10 @@ void find_pageable_async_copies(TrapContext& context, std::vector<Finding>& find
     if (next < instances.size() && instances[next] == i) {
       Op pinned = p.ops()[i];
       pinned.memory = host_memory::pinned;
+      // A graph's memcpy node keeps its device record's time, measured
+      // pageable: pinned, it runs at the model's pinned rate. A spec's
+      // stated time is the program's own and stays.
+      if (pinned.graph_node) pinned.duration.reset();
       editor.emit(std::move(pinned), i);
       ++next;
     } else {
@@ -299,13 +365,16 @@ void find_pageable_async_copies(TrapContext& context, std::vector<Finding>& find
   Finding f;
   f.level = severity::warning;
   f.rule = std::string(rules::pageable_async_copy);
-  f.message = fmt::format(
-      "cudaMemcpyAsync from pageable memory ({}): the driver stages the data through a pinned buffer while "
-      "the host waits, so the host issues nothing else until the copy is done.",
-      op_list(p, instances));
+  f.message = pageable_message(p, instances);
+  const bool nodes =
+      std::any_of(instances.begin(), instances.end(), [&](op_id i) { return p.ops()[i].graph_node; });
   f.fix = fmt::format(
       "Use pinned host memory (cudaMallocHost / cudaHostAlloc, cudaHostRegister on an existing buffer, "
-      "pin_memory() in PyTorch) so the copies run asynchronously.{}",
+      "pin_memory() in PyTorch) so the copies run asynchronously{}.{}",
+      nodes
+          ? " (for a graph's memcpy nodes: the host buffers they read or write, before the graph is captured "
+            "or built)"
+          : "",
       restored_sentence(cost.restored));
   f.ops = listed_refs(p, instances);
   std::vector<stream_id> streams;

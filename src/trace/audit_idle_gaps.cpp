@@ -47,8 +47,13 @@ bool issues_nothing(const Op& op, const OpOrigin& from) {
   if (op.kind != op_kind::host_work && !is_implicitly_synchronizing(op.kind)) return false;
   const std::string& api = from.api;
   const bool poll = api.ends_with("EventQuery") || api.ends_with("StreamQuery");
+  // Kernel queries (occupancy, attributes) return in microseconds unless
+  // they load the kernel's module (lazy loading): one long enough to hold
+  // the device idle is loading.
   const bool loading = api.starts_with("cuLibrary") || api.starts_with("cuModule") ||
-                       api.starts_with("cuKernel") || api.starts_with("cudaGetFuncBySymbol");
+                       api.starts_with("cuKernel") || api.starts_with("cudaGetFuncBySymbol") ||
+                       api.starts_with("cudaOccupancy") || api.starts_with("cuOccupancy") ||
+                       api.starts_with("cudaFuncGet") || api.starts_with("cuFuncGet");
   // Building, instantiating, uploading, updating and destroying a graph, and
   // the stream capture that records one, are how graph work is issued (the
   // verdict counts them as issuing): set-up, not calls kept apart from the work.
@@ -78,9 +83,9 @@ std::optional<AuditFinding> find_idle_gaps(const Capture& run, const DeviceModel
                                            const AuditOptions& options, const std::set<op_id>& named,
                                            const Phases& phases, double min_saving) {
   const Program& p = run.program;
-  std::map<op_id, double> idle_in;  // per call: idle device time while it ran
-  std::map<op_id, std::size_t> gap_of;             // per call: the gap it ran in
-  std::map<std::size_t, double> gap_idle;          // per gap: idle time some culprit covered
+  std::map<op_id, double> idle_in;         // per call: idle device time while it ran
+  std::map<op_id, std::size_t> gap_of;     // per call: the gap it ran in
+  std::map<std::size_t, double> gap_idle;  // per gap: idle time some culprit covered
   std::map<std::string, std::set<std::size_t>> gaps_per_api;
   std::size_t gap_index = 0;
   for (Interval gap : device_idle(run.timeline)) {

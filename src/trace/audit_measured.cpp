@@ -141,6 +141,45 @@ MeasuredCost host_blocked_cost(const Capture& run, const std::vector<op_id>& ops
   return {blocked, text, ops.size()};
 }
 
+// The host's time in pageable copies: each cudaMemcpyAsync's call, and each
+// cudaGraphLaunch with a pageable memcpy node once (the launch holds the host
+// while the driver stages the node's copy; its nodes share the one call).
+MeasuredCost pageable_cost(const Capture& run, const Scope& scope) {
+  const Program& p = run.program;
+  const auto ids = scope.only(ops_where(p, [&](const Op& op) {
+    // On any stream: the legacy one's block the host the same way.
+    return op.kind == op_kind::copy && op.mode == call_mode::asynchronous &&
+           op.memory == host_memory::pageable && op.direction != copy_direction::d2d;
+  }));
+  std::vector<op_id> calls;
+  std::vector<op_id> launches;  // the first pageable node of each launch
+  std::set<std::size_t> seen;
+  for (const op_id op : ids) {
+    if (!p.ops()[op].graph_node) {
+      calls.push_back(op);
+    } else if (const auto call = run.origin[op].call; call && seen.insert(*call).second) {
+      launches.push_back(op);
+    }
+  }
+  if (launches.empty()) return host_blocked_cost(run, calls, "pageable copy");
+  double in_calls = 0.0;
+  for (const op_id op : calls) in_calls += call_time(run, op);
+  double in_launches = 0.0;
+  for (const op_id op : launches) in_launches += call_time(run, op);
+  const std::size_t nodes = ids.size() - calls.size();
+  std::string text = "the host sat blocked ";
+  if (!calls.empty())
+    text += fmt::format("{} in {} and ", ms_text(in_calls), count_text(calls.size(), "pageable copy"));
+  text += fmt::format("{} in {} staging {} pageable memcpy node{}", ms_text(in_launches),
+                      count_text(launches.size(), "cudaGraphLaunch call"), nodes, nodes == 1 ? "" : "s");
+  std::vector<op_id> all = calls;
+  all.insert(all.end(), launches.begin(), launches.end());
+  if (const std::string ranges = ranges_of(run, all); !ranges.empty())
+    text += fmt::format(" (NVTX ranges: {})", ranges);
+  const double blocked = in_calls + in_launches;
+  return {blocked, text, calls.size() + launches.size()};
+}
+
 // Every allocation and free made while the device worked (allocations_in_run),
 // and how many of them drained the device first.
 MeasuredCost allocation_cost(const Capture& run, const Scope& scope) {
@@ -217,19 +256,7 @@ std::optional<MeasuredCost> measured_cost(const Capture& run, const check::Findi
                                                   })),
                              "synchronous copy");
   }
-  if (f.rule == check::rules::pageable_async_copy) {
-    return host_blocked_cost(run,
-                             scope.only(ops_where(p,
-                                                  [&](const Op& op) {
-                                                    // On any stream: the legacy one's
-                                                    // block the host the same way.
-                                                    return op.kind == op_kind::copy &&
-                                                           op.mode == call_mode::asynchronous &&
-                                                           op.memory == host_memory::pageable &&
-                                                           op.direction != copy_direction::d2d;
-                                                  })),
-                             "pageable copy");
-  }
+  if (f.rule == check::rules::pageable_async_copy) return pageable_cost(run, scope);
   if (f.rule == check::rules::implicit_synchronization) return allocation_cost(run, scope);
   if (f.rule == check::rules::device_synchronize) {
     std::vector<op_id> ids;

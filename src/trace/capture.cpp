@@ -464,9 +464,17 @@ class Converter {
   void convert_graph_launch(std::size_t index) {
     const Call& c = trace_.calls[index];
     const detail::GraphLaunch& g = *graphs_->launch(index);
-    // The launch's time beyond its modelled cost is host time, as measured:
-    // a graph with a memcpy node on pageable memory holds the host in the
-    // launch until that copy is done, and this keeps that wait (graph_op()).
+    // A memcpy node on pageable memory makes the launch hold the host until
+    // the driver has staged that copy, as a pageable cudaMemcpyAsync does.
+    const bool pageable = std::any_of(g.work.begin(), g.work.end(), [&](std::size_t w) {
+      const DeviceWork& d = trace_.work[w];
+      return d.kind == work_kind::memcpy && (d.src_kind == "pageable" || d.dst_kind == "pageable");
+    });
+    // The launch's time before its work began is host time (uploading the
+    // graph), as measured. The time after is too, except with a pageable
+    // node: there the model's blocking at that copy (graph_op()) is the wait,
+    // and keeping the measured wait as host work as well would count it
+    // twice and leave it in place when a repair pins the copy.
     const double after = charge_call_excess_around_work(c);
     flush_host_work(ms(c.start));
     const stream_id launch = stream_of(g.stream);
@@ -501,13 +509,8 @@ class Converter {
       synthesized(out_.program.wait(launch, join));
     }
     claimed_.insert(c.corr);
-    after_op(after);
-    // A pageable memcpy node makes the launch wait for the device, as a
-    // pageable cudaMemcpyAsync does: its time is the host blocked.
-    const bool pageable = std::any_of(g.work.begin(), g.work.end(), [&](std::size_t w) {
-      const DeviceWork& d = trace_.work[w];
-      return d.kind == work_kind::memcpy && (d.src_kind == "pageable" || d.dst_kind == "pageable");
-    });
+    after_op(pageable ? 0.0 : after);
+    // Drawn, the launch's time is the host blocked, not issuing.
     if (pageable) {
       for (auto o = out_.origin.rbegin(); o != out_.origin.rend() && o->call == index; ++o)
         o->holds_host = true;
@@ -529,6 +532,7 @@ class Converter {
     Op op;
     op.stream = stream_of(w.stream);
     op.mode = call_mode::asynchronous;
+    op.graph_node = true;
     const double measured = static_cast<double>(w.end - std::min(w.end, w.start)) * ms_per_ns;
     switch (w.kind) {
       case work_kind::memcpy: {
@@ -536,12 +540,18 @@ class Converter {
         op.bytes = w.bytes;
         // Peer and array copies run on a copy engine as device-to-device ones do.
         op.direction = parse_direction(w.copy_kind).value_or(copy_direction::d2d);
-        // A memcpy node never holds the host by itself (host_memory::pageable
-        // would make the model block the host at this op): the launch call
-        // does, for pageable memory, and its measured time is kept as host
-        // time. So a graph's pageable copies are not cudaMemcpyAsync ones
-        // (pageable-async-copy); the duration is measured either way.
-        op.memory = host_memory::pinned;
+        // A node on pageable host memory is staged by the driver inside
+        // cudaGraphLaunch, which holds the host until the copy is done:
+        // host_memory::pageable makes the model block the host here, as for
+        // a pageable cudaMemcpyAsync. Its duration is measured either way
+        // (the device record spans the staged copy): the pageable-async-copy
+        // repair that pins it drops that duration and times it at the pinned
+        // rate, so what pinning saves is the hold and, for large copies, the
+        // staging; an 8-byte result gains next to nothing, as on the device.
+        const bool host_side = op.direction != copy_direction::d2d;
+        op.memory = host_side && (w.src_kind == "pageable" || w.dst_kind == "pageable")
+                        ? host_memory::pageable
+                        : host_memory::pinned;
         if (!options_.copies_from_model) op.duration = measured;
         op.label = fmt::format("graph {}: {}", graph, to_upper(w.copy_kind.empty() ? "copy" : w.copy_kind));
         break;

@@ -229,6 +229,40 @@ bool repetition(const Capture& run, Phases& phases) {
   return true;
 }
 
+// A query about a kernel (occupancy, attributes) that the runtime answers
+// from the kernel's loaded module: with lazy loading (the default since CUDA
+// 12.2) the first one about a kernel loads its module. It issues no work.
+bool is_kernel_query(const std::string& api) {
+  return api.starts_with("cudaOccupancy") || api.starts_with("cuOccupancy") ||
+         api.starts_with("cudaFuncGet") || api.starts_with("cuFuncGet");
+}
+
+// A kernel query or a launch normally returns in microseconds; a first use
+// that takes longer than this loaded the kernel's module.
+constexpr double loading_call_ms = 1.0;
+
+/// Per op: the call loaded modules. The first launch of each kernel that took
+/// milliseconds (lazy loading: the launch call loads its module before it
+/// queues the kernel), a kernel query that took milliseconds, and the
+/// explicit module and library loads.
+std::vector<bool> loading_calls(const Capture& run) {
+  const auto& ops = run.program.ops();
+  std::vector<bool> loading(ops.size(), false);
+  std::set<std::string> launched;
+  for (op_id i = 0; i < ops.size(); ++i) {
+    const OpOrigin& from = run.origin[i];
+    if (!from.call || from.synthesized) continue;
+    if (ops[i].kind == op_kind::kernel) {
+      loading[i] = launched.insert(ops[i].label).second && from.call_end - from.call_start > loading_call_ms;
+    } else if (is_kernel_query(from.api)) {
+      loading[i] = from.call_end - from.call_start > loading_call_ms;
+    } else {
+      loading[i] = from.api.starts_with("cuLibraryLoad") || from.api.starts_with("cuModuleLoad");
+    }
+  }
+  return loading;
+}
+
 bool is_allocation_not_free(const Op& op, const OpOrigin& from) {
   if (op.kind == op_kind::device_allocate || op.kind == op_kind::host_allocate) return true;
   return from.allocation && op.kind == op_kind::host_work && from.api.find("Free") == std::string::npos &&
@@ -313,6 +347,45 @@ void from_device_work(const Capture& run, Phases& phases) {
       trimmed += "; the result copies after the last kernel are teardown";
     }
   }
+  // Warm-up: a library's first use (several threads each calling it for the
+  // first time, say) loads modules in the first launches and kernel queries,
+  // holding the runtime for milliseconds while the first kernels wait. While
+  // loading calls are in flight at the start, the start moves to the first
+  // device work issued after the last of them ends (a loading call begun
+  // before that end extends it). The work issued later must remain the
+  // larger part, else the loading is the run and stays.
+  const std::vector<bool> loading = loading_calls(run);
+  const double unloaded = run.origin[start].call_start;
+  double loaded = unloaded;
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (op_id i = 0; i < ops.size(); ++i) {
+      const OpOrigin& from = run.origin[i];
+      if (loading[i] && from.call_start <= loaded && from.call_end > loaded) {
+        loaded = from.call_end;
+        moved = true;
+      }
+    }
+  }
+  if (loaded > unloaded) {
+    std::optional<op_id> after;
+    double work_before = 0.0;
+    double work_after = 0.0;
+    for (op_id i = 0; i < ops.size(); ++i) {
+      if (work_end[i] < 0.0) continue;
+      if (run.origin[i].call_start >= loaded) {
+        if (!after || run.origin[i].call_start < run.origin[*after].call_start) after = i;
+        work_after += 1.0;
+      } else if (i >= start) {
+        work_before += 1.0;
+      }
+    }
+    if (after && work_after > work_before && run.origin[*after].call_start < last_end) {
+      start = *after;
+      trimmed +=
+          fmt::format("; the first {:.3g} ms, modules loading on first use, are startup", loaded - unloaded);
+    }
+  }
   phases.steady_start = run.origin[start].call_start;
   phases.steady_end = last_end;
   phases.source = "device work";
@@ -321,9 +394,10 @@ void from_device_work(const Capture& run, Phases& phases) {
   phases.text += trimmed;
 }
 
+// Kernel queries included: their time in startup is the modules they load.
 bool is_module_loading(const std::string& api) {
   return api.starts_with("cuLibrary") || api.starts_with("cuModule") || api.starts_with("cuKernel") ||
-         api.starts_with("cudaGetFuncBySymbol") || api.starts_with("cudaFuncGet");
+         api.starts_with("cudaGetFuncBySymbol") || is_kernel_query(api);
 }
 
 StartupBreakdown breakdown(const Capture& run, double until) {

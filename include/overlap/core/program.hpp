@@ -123,6 +123,10 @@ struct Op {
   host_memory memory = host_memory::pinned;  ///< copies; pageable ones block the host like synchronous ones
   call_mode mode = call_mode::asynchronous;  ///< copies: synchronous for cudaMemcpy (copy_sync)
   double gpu_share = 1.0;                    ///< fraction of the SMs a kernel occupies, in (0, 1]
+  /// A node of a CUDA graph, run by cudaGraphLaunch rather than by a call of
+  /// its own: findings name the launch (a pageable memcpy node holds the host
+  /// in cudaGraphLaunch, not in a cudaMemcpyAsync). Timing ignores it.
+  bool graph_node = false;
 
   std::vector<Access> accesses;  ///< regions read and written, for the checker
 };
