@@ -29,17 +29,29 @@ constexpr const char* examples = R"(The app runs unmodified under the CUPTI inje
 and each finding gets its measured cost and its predicted saving.
 
 Rules:
-  race                       two ops touching the same memory that nothing orders
-                             (certain for copies; "possible" for kernels, whose
-                             accesses are assumed from their pointer parameters)
+  race                       two ops touching the same bytes that nothing orders: an
+                             error when both are known byte for byte (copies, memsets);
+                             a "possible" warning when a kernel's side is inferred
+                             from its pointer (from it to the next pointer used in
+                             the allocation: per-stream slices never race)
   legacy-default-stream      a copy or memset on the legacy default stream: a barrier
   synchronous-copy           cudaMemcpy (not Async) blocking the host between pipelined work
-  pageable-async-copy        cudaMemcpyAsync from pageable memory: the host waits for it
+  pageable-async-copy        cudaMemcpyAsync (or a graph's memcpy node) on pageable
+                             memory: the host waits for it
   implicit-synchronization   cudaMalloc/cudaFree/cudaMallocHost with work in flight
   device-synchronize         cudaDeviceSynchronize where a stream sync would do
   copy-engine-serialization  (info) same-direction copies on several streams
   idle-gap                   the GPU idle while the host sits in a CUDA call
-  hardware-queue-sharing, unrecorded-event   as in 'overlap check'
+  hardware-queue-sharing     more streams than CUDA_DEVICE_MAX_CONNECTIONS (recorded
+                             from the run; 8 when unset) with ops held behind another
+                             stream's at the head of a shared queue
+  unrecorded-event           as in 'overlap check'
+Findings are grouped: one per pattern, with its count and first instances.
+
+Verdict: what bounds the steady state: copy engines, compute, host issue,
+host synchronization, false serialization (shared queues, the legacy
+default stream) or launch latency, with its evidence, its floor and what
+the fixes are predicted to give.
 
 Startup, steady state, teardown: findings, measured costs and the verdict
 are about the steady state; startup (context creation, module loading,
