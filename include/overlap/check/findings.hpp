@@ -129,6 +129,7 @@ struct Finding {
 /// program with millions of races costs memory per pattern, not per race.
 class RaceGroups {
  public:
+  /// Groups races of `program`, which must outlive this object.
   explicit RaceGroups(const Program& program) : program_(&program) {}
   /// Counts `race` in its pattern's group, keeping it if among the first few.
   void add(const Race& race);
