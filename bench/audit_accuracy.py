@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 
-from audit_common import json_in, log, median, run
+from audit_common import json_in, log, median, number, run
 
 # (app, the rule it plants): the apps whose trap costs time.
 TIMED_APPS = [
@@ -193,10 +193,6 @@ def measure_overhead(overlap, bench_args, reps, timeout, scratch):
 
 
 # --- report ------------------------------------------------------------------------------
-
-
-def number(value, digits=2):
-    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 def table(rows, overhead, reps):

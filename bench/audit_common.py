@@ -21,6 +21,11 @@ def median(values):
     return statistics.median(values) if values else None
 
 
+def number(value, digits=2):
+    """A figure for a table: `digits` decimals, or n/a for a missing one."""
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
 def json_in(text):
     """The JSON object that starts the first line beginning with '{', or None."""
     if not text:

@@ -58,7 +58,7 @@ import sys
 import tempfile
 import time
 
-from audit_common import json_in, log, median, run
+from audit_common import json_in, log, median, number, run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEVERITY = {"info": 0, "warning": 1, "error": 2}
@@ -417,10 +417,6 @@ def score_program(corpus, program, truth, variant, reps):
 
 
 # --- report ------------------------------------------------------------------------------
-
-
-def number(value, digits=2):
-    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 def summarize(rows):

@@ -34,7 +34,8 @@ AuditOp audit_op(const Capture& run, op_id id) {
   return a;
 }
 
-AuditFinding from_check(const Capture& run, const check::Finding& f, const DeviceModel& model) {
+AuditFinding from_check(const Capture& run, const check::Finding& f, const DeviceModel& model,
+                        const Phases& phases) {
   AuditFinding a;
   a.level = f.level;
   a.rule = f.rule;
@@ -56,7 +57,7 @@ AuditFinding from_check(const Capture& run, const check::Finding& f, const Devic
         " (possible: a kernel's accesses are inferred from its pointer parameters, each from the pointer to "
         "the next pointer into its allocation that the trace shows in use)";
   }
-  a.measured = detail::measured_cost(run, f);
+  a.measured = detail::measured_cost(run, f, &phases);  // the steady state's share
   // The checker's repair moves the calls that drained the device out of the
   // loop; the fix it names moves every allocation, and the ones that did not
   // drain cost host time too (76 us each for cudaMalloc on the H100).
@@ -157,9 +158,8 @@ AuditReport audit(const Capture& run, const DeviceModel& uncalibrated, const Aud
   // every allocation and free.
   std::set<op_id> named;
   for (const check::Finding& f : checked.findings) {
-    report.findings.push_back(from_check(run, f, model));
+    report.findings.push_back(from_check(run, f, model, phases));
     AuditFinding& a = report.findings.back();
-    if (a.measured) a.measured = detail::measured_cost(run, f, &phases);  // the steady state's share
     a.level = by_consequence(run, a, phases, min_saving);
     for (const check::OpRef& ref : f.ops) named.insert(ref.id);
     if (f.rule == check::rules::implicit_synchronization) {

@@ -105,10 +105,9 @@ struct DeviceModel {
   /// at the head of the connection that must wait for its stream's previous op
   /// holds up the ops behind it, whatever their stream (a false dependency; 32
   /// streams of dependent kernel pairs issued stream by stream ran 2.49x slower
-  /// over 8 connections than over 32 on an H100, and breadth-first 1.02x). The run's environment overrides it: `overlap audit`
-  /// reads it from the trace, `overlap simulate/check` take --connections.
-  /// A JSON model's `hardware_queues`, the field's name before, still reads
-  /// (docs/hardware.md says how).
+  /// over 8 connections than over 32 on an H100, and breadth-first 1.02x). The run's environment overrides
+  /// it: `overlap audit` reads it from the trace, `overlap simulate/check` take --connections. A JSON model's
+  /// `hardware_queues`, the field's name before, still reads (docs/hardware.md says how).
   std::uint32_t connections = 8;
   /// CUDA_DEVICE_MAX_CONNECTIONS' upper limit: the driver uses at most 32.
   static constexpr std::uint32_t max_connections = 32;
