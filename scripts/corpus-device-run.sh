@@ -3,7 +3,11 @@
 # programs (bench/corpus/README.md), plus the GPU tests the audit work needs.
 #   here:    scripts/stage-device-deps.sh && scripts/corpus-layout.sh   (.devdeps/, corpus-src/)
 #   device:  scripts/corpus-device-run.sh [STEP...]   (carry .devdeps and corpus-src)
-#   steps:   build gpu-tests false-dependency apps corpus-build static shared python
+#   steps:   build gpu-tests false-dependency apps corpus-build static shared python recheck
+#   recheck: the programs in RECHECK (comma-separated ids) again, static and shared,
+#            with RECHECK_REPS (default 11) runs each and no fix runs: the wall-time
+#            ratio of programs whose own run time spreads widely, on more samples.
+# CORPUS_REPS (default 3) sets the plain and audited runs of each program.
 # Each step appends to $OUT/corpus-device-run.log; the scores go to
 # $OUT/corpus-<variant>.json and the raw traces into $OUT/corpus-traces.tar.gz.
 # A step whose prerequisite is missing (a machine handed back between calls)
@@ -28,7 +32,7 @@ built() { [ -x "$O" ] || step build scripts/device-build.sh; }
 corpus_built() { [ -e build/corpus-bin/build-summary.json ] || step corpus-build bench/corpus/build.sh corpus-src build/corpus-bin -j "$(nproc)"; }
 score() {  # score VARIANT
   built; corpus_built
-  step "corpus $1" python3 bench/audit_corpus.py --overlap "$O" --corpus-bin build/corpus-bin --reps 3 \
+  step "corpus $1" python3 bench/audit_corpus.py --overlap "$O" --corpus-bin build/corpus-bin --reps "${CORPUS_REPS:-3}" \
     --variants "$1" --json "$OUT/corpus-$1.json" --keep-traces "$traces/$1"
 }
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } >>"$log" 2>&1
@@ -56,6 +60,11 @@ for s in $steps; do
       done ;;
     corpus-build) built; corpus_built; cp build/corpus-bin/build-summary.json "$OUT/" 2>/dev/null ;;
     static | shared | python) score "$s" ;;
+    recheck)
+      built; corpus_built
+      step "corpus recheck" python3 bench/audit_corpus.py --overlap "$O" --corpus-bin build/corpus-bin \
+        --reps "${RECHECK_REPS:-11}" --no-fix --variants static,shared --only "${RECHECK:?set RECHECK to program ids}" \
+        --json "$OUT/corpus-recheck.json" ;;
     *) echo "corpus-device-run: unknown step '$s'" >&2; status=2 ;;
   esac
 done

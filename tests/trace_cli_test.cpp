@@ -151,6 +151,42 @@ TEST_F(TraceCliApps, AnAppWithoutCudaHasNoCudaActivityAndKeepsItsExitCode) {
   EXPECT_TRUE(contains(a.err, "no CUDA activity")) << a.err;
 }
 
+TEST_F(TraceCliApps, ATraceWrittenInPiecesWhileTheAppRunsIsReadWhole) {
+  // The "app" writes a recorded trace where the tracer would, in three
+  // pieces cut mid-line with pauses between them, as a real run's file
+  // grows: the audit read while it ran must equal the audit of the file.
+  const std::string fixture =
+      std::string(OVERLAP_SOURCE_DIR) + "/tests/fixtures/traces/corpus/simpleHyperQ.static.jsonl";
+  const std::string script = "f=\"$OVERLAP_TRACE_DIR/trace.$$.jsonl\"; head -c 1000 '" + fixture +
+                             "' > \"$f\"; sleep 0.1; " + "tail -c +1001 '" + fixture +
+                             "' | head -c 20000 >> \"$f\"; sleep 0.1; tail -c +21001 '" + fixture +
+                             "' >> \"$f\"";
+  const Result live = run({"audit", "--json", "--", "sh", "-c", script});
+  const Result from = run({"audit", "--json", "--from", fixture});
+  ASSERT_EQ(live.code, from.code) << live.err;
+  json a = json::parse(live.out);
+  json b = json::parse(from.out);
+  for (json* r : {&a, &b}) r->erase("command");
+  EXPECT_EQ(a.dump(), b.dump());
+  EXPECT_GT(a["trace"]["calls"].get<int>(), 100);
+}
+
+TEST_F(TraceCliApps, AnAppThatGoesOnAfterItsTraceIsWholeIsWaitedFor) {
+  // The footer comes in the app's exit handlers; the process may take a
+  // while longer to end (CUDA's teardown). The audit starts on the whole
+  // trace at once, and its report still has the app's exit code.
+  const std::string fixture =
+      std::string(OVERLAP_SOURCE_DIR) + "/tests/fixtures/traces/corpus/simpleHyperQ.static.jsonl";
+  const std::string script = "cp '" + fixture + "' \"$OVERLAP_TRACE_DIR/trace.$$.jsonl\"; sleep 0.3; exit 3";
+  const Result r =
+      run({"audit", "--json", "--timings", "--raw", path("kept.jsonl"), "--", "sh", "-c", script});
+  ASSERT_FALSE(r.out.empty()) << r.err;
+  const json report = json::parse(r.out);
+  EXPECT_EQ(report["exit_code"], 3);
+  EXPECT_TRUE(contains(r.err, "until its trace was whole")) << r.err;
+  EXPECT_EQ(fs::file_size(path("kept.jsonl")), fs::file_size(fixture));
+}
+
 TEST_F(TraceCliApps, AnAppEndedByASignalIsReportedAs128PlusIt) {
   const Result t = run({"trace", "--", "sh", "-c", "kill -TERM $$"});
   EXPECT_EQ(t.code, 128 + 15);

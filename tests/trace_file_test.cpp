@@ -100,6 +100,36 @@ TEST(TraceFile, LinesAreReadWholeAcrossTheReadersBlocks) {
   }
 }
 
+TEST(TraceFile, AReaderFedInPiecesOfAnySizeReadsWhatTheWholeFileGives) {
+  // As a running app's file is read: pieces that end mid-line, mid-number,
+  // on a newline, one byte long; then a last line cut short, which is left out.
+  std::string text = header;
+  for (int i = 0; i < 500; ++i) {
+    text += R"({"t":"call","corr":)" + std::to_string(i) + R"(,"api":"cudaMemcpyAsync","start":)" +
+            std::to_string(10 * i) + R"(,"end":)" + std::to_string(10 * i + 3) + R"(,"bytes":)" +
+            std::to_string(i * 7919) + "}\n";
+  }
+  const trace::RawTrace whole = read(text + R"({"t":"call","corr":9)");
+  for (const std::size_t piece : {std::size_t{1}, std::size_t{7}, std::size_t{64}, std::size_t{4099}}) {
+    trace::TraceReader reader("t.jsonl");
+    const std::string all = text + R"({"t":"call","corr":9)";
+    for (std::size_t at = 0; at < all.size(); at += piece)
+      reader.feed(std::string_view(all).substr(at, piece));
+    const trace::RawTrace t = std::move(reader).finish();
+    ASSERT_EQ(t.calls.size(), whole.calls.size()) << "pieces of " << piece;
+    for (std::size_t i = 0; i < t.calls.size(); ++i) {
+      ASSERT_EQ(t.calls[i].corr, whole.calls[i].corr);
+      ASSERT_EQ(t.calls[i].start, whole.calls[i].start);
+      ASSERT_EQ(t.calls[i].bytes, whole.calls[i].bytes);
+    }
+  }
+  EXPECT_EQ(whole.calls.size(), 500U);
+  // A bad line is an error once another line follows it, fed at once or later.
+  trace::TraceReader reader("t.jsonl");
+  reader.feed(header + "{not json\n");
+  EXPECT_THROW(reader.feed("{}\n"), invalid_input);
+}
+
 TEST(TraceFile, ALineOverTheLimitIsRefusedAndOneAtItIsRead) {
   const std::size_t limit = limits::max_trace_line_bytes;
   const std::string prefix = R"({"t":"note","text":")";

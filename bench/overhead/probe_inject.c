@@ -1,14 +1,28 @@
 /* A stand-in injection library that does a chosen part of what libovl_inject
  * does, to split the tracer's overhead into CUPTI's parts (bench/overhead/run.sh).
- * PROBE_MODE: 0 nothing; 1 subscribe + runtime and driver callback domains
- * (empty callback); 2 = 1 + the six activity kinds libovl_inject enables;
- * 3 = 2 without SYNCHRONIZATION; 4 = 1 + CONCURRENT_KERNEL and MEMCPY only;
- * 5 = activity kinds of 2 without callbacks. */
+ * PROBE is a set of letters, each one step (none: the library loads and does nothing):
+ *   s  cuptiSubscribe with an empty callback
+ *   r  + the whole runtime API domain
+ *   d  + the whole driver API domain
+ *   D  + only the driver callbacks of launches, copies, memsets, events and syncs
+ *   a  the six activity kinds libovl_inject enables
+ *   k  CONCURRENT_KERNEL and MEMCPY only
+ *   f  + cuptiActivityFlushPeriod(100): CUPTI's worker hands back full buffers every 100 ms
+ * PROBE_LOG names a file that gets one line per run: the set-up's and the
+ * final flush's times in microseconds. */
 #include <cupti.h>
-#include <stdlib.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
-static int mode;
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
 static void CUPTIAPI on_cb(void* u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void* data) {
   (void)u; (void)d; (void)id; (void)data;
 }
@@ -22,28 +36,61 @@ static void CUPTIAPI done(CUcontext c, uint32_t st, uint8_t* b, size_t s, size_t
   while (cuptiActivityGetNextRecord(b, v, &r) == CUPTI_SUCCESS) sink += r->kind;
   free(b);
 }
-static void at_exit(void) { cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
+
+static const char* steps = "";
+static double setup_us;
+
+static void at_exit(void) {
+  const double t0 = now_us();
+  if (strchr(steps, 'a') || strchr(steps, 'k')) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  const double flush_us = now_us() - t0;
+  const char* path = getenv("PROBE_LOG");
+  if (path == NULL) return;
+  FILE* f = fopen(path, "a");
+  if (f == NULL) return;
+  fprintf(f, "%s setup_us %.0f flush_us %.0f\n", *steps ? steps : "-", setup_us, flush_us);
+  fclose(f);
+}
+
+static const CUpti_CallbackId driver_ids[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async, CUPTI_DRIVER_TRACE_CBID_cuEventRecord,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
+    CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
 
 int InitializeInjection(void) {
-  const char* m = getenv("PROBE_MODE");
-  mode = m ? atoi(m) : 0;
-  if (mode == 0) return 1;
-  if (mode != 5) {
+  const char* p = getenv("PROBE");
+  steps = p ? p : "";
+  const double t0 = now_us();
+  if (strchr(steps, 's')) {
     CUpti_SubscriberHandle sub;
     cuptiSubscribe(&sub, on_cb, NULL);
-    cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
-    cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);
+    if (strchr(steps, 'r')) cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+    if (strchr(steps, 'd')) cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);
+    if (strchr(steps, 'D')) {
+      for (size_t i = 0; i < sizeof driver_ids / sizeof driver_ids[0]; ++i)
+        cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
+    }
   }
-  if (mode == 1) return 1;
-  cuptiActivityRegisterCallbacks(req, done);
-  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
-  if (mode != 4) {
-    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY2);
-    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
-    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER);
-    if (mode != 3) cuptiActivityEnable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+  if (strchr(steps, 'a') || strchr(steps, 'k')) {
+    cuptiActivityRegisterCallbacks(req, done);
+    if (strchr(steps, 'f')) cuptiActivityFlushPeriod(100);
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
+    if (strchr(steps, 'a')) {
+      cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY2);
+      cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
+      cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER);
+      cuptiActivityEnable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+    }
   }
+  setup_us = now_us() - t0;
   atexit(at_exit);
   return 1;
 }

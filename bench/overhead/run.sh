@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Tracer overhead, split into its parts (run on the GPU machine; carry .devdeps, corpus-src).
-#   bench/overhead/run.sh [REPS]   -> $OUT/overhead.txt (median wall ms per app and configuration)
+#   bench/overhead/run.sh [REPS] [APP...]  -> $OUT/overhead.txt
+# Each rep runs every configuration once, in turn, so drift hits them alike;
+# the log has the median wall ms of each with its runs, and the probe's
+# set-up and flush times (probe_inject.c says what each PROBE letter does).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-out}; mkdir -p "$OUT"; reps=${1:-3}
+OUT=${OUT:-out}; mkdir -p "$OUT"; reps=${1:-5}; shift || true
+apps=("$@")
+[ ${#apps[@]} -gt 0 ] || apps=("simpleCallback" "jacobiCudaGraphs" "jacobiCudaGraphs -gpumethod=1" "simpleStreams")
 deps=$PWD/.devdeps/usr
 export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 log=$OUT/overhead.txt
-B=build/h100
+B=${OVERLAP_BUILD:-build/h100}
 s=$SECONDS
 if [ ! -x $B/tools/overlap/overlap ]; then
   cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DOVERLAP_WERROR=OFF \
@@ -15,36 +20,55 @@ if [ ! -x $B/tools/overlap/overlap ]; then
   cmake --build $B -j "$(nproc)" --target overlap overlap_inject >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 fi
 echo "build $((SECONDS - s)) s" >>"$log"
-[ -x build/corpus-bin/simpleCallback/static/simpleCallback ] ||
-  bench/corpus/build.sh corpus-src build/corpus-bin -j "$(nproc)" --only simpleCallback,jacobiCudaGraphs,simpleStreams >"$OUT/corpus-build.log" 2>&1
+names=$(for a in "${apps[@]}"; do set -- $a; echo -n "$1,"; done)
+bench/corpus/build.sh corpus-src build/corpus-bin -j "$(nproc)" --only "${names%,}" >"$OUT/corpus-build.log" 2>&1
 echo "corpus build $((SECONDS - s)) s" >>"$log"
 cupti_inc=$(dirname "$(find /usr/local/cuda/ -name cupti.h | head -1)")
 cupti_lib=$(dirname "$(find /usr/local/cuda/ -name 'libcupti.so' | head -1)")
 gcc -O2 -shared -fPIC -I"$cupti_inc" -I/usr/local/cuda/include bench/overhead/probe_inject.c -L"$cupti_lib" -lcupti \
   -Wl,-rpath,"$cupti_lib" -o "$OUT/probe.so" 2>>"$log" || echo "probe build failed" >>"$log"
 inject=$PWD/$B/tools/inject/libovl_inject.so
+overlap=$PWD/$B/tools/overlap/overlap
 ms() { local a b; a=$(date +%s%N); "$@" >/dev/null 2>&1; b=$(date +%s%N); echo $(((b - a) / 1000000)); }
-med() { printf '%s\n' "$@" | sort -n | sed -n "$(( ($# + 1) / 2 ))p"; }
-measure() {  # LABEL CMD...
-  local label=$1; shift; local t=()
-  for _ in $(seq "$reps"); do t+=("$(ms "$@")"); done
-  echo "$app $label $(med "${t[@]}") [${t[*]}]" >>"$log"
-}
 td=$(mktemp -d)
-for spec in "simpleCallback/static/simpleCallback" "jacobiCudaGraphs/static/jacobiCudaGraphs -gpumethod=1" \
-            "simpleStreams/static/simpleStreams"; do
-  set -- $spec; exe=build/corpus-bin/$1; shift; app=$(basename "$exe")$*
+probes=(${PROBES-"" s sr srd srD a srda})
+for spec in "${apps[@]}"; do
+  set -- $spec; name=$1; shift; exe=build/corpus-bin/$name/static/$name; app=$name$*
+  [ -x "$exe" ] || { echo "$app: not built" >>"$log"; continue; }
   "$exe" "$@" >/dev/null 2>&1  # warm
-  measure plain "$exe" "$@"
-  for m in 0 1 2 3 5; do measure "probe$m" env CUDA_INJECTION64_PATH="$OUT/probe.so" PROBE_MODE=$m "$exe" "$@"; done
-  measure inject env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" "$exe" "$@"
-  measure inject-nocallers env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" OVERLAP_TRACE_CALLERS=0 "$exe" "$@"
-  measure audit $B/tools/overlap/overlap audit --json -o "$td/a.json" --raw "$td/r.jsonl" -- "$exe" "$@"
-  echo "elapsed $((SECONDS - s)) s" >>"$log"
+  "$overlap" audit --json -o "$td/a.json" --raw "$td/raw.jsonl" -- "$exe" "$@" >/dev/null 2>&1
+  declare -A t=()
+  for _ in $(seq "$reps"); do
+    t[plain]+="$(ms "$exe" "$@") "
+    for p in "${probes[@]}"; do
+      t[probe-${p:-none}]+="$(ms env CUDA_INJECTION64_PATH="$OUT/probe.so" PROBE="$p" PROBE_LOG="$OUT/probe-$name.log" "$exe" "$@") "
+    done
+    t[inject]+="$(ms env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" "$exe" "$@") "
+    env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" OVERLAP_TRACE_STATS=1 "$exe" "$@" 2>&1 >/dev/null |
+      grep 'tracer costs' >>"$OUT/stats-$name.txt"
+    t[inject-nocallers]+="$(ms env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" OVERLAP_TRACE_CALLERS=0 "$exe" "$@") "
+    t[audit]+="$(ms "$overlap" audit --json -o "$td/a.json" --raw "$td/r.jsonl" -- "$exe" "$@") "
+    t[audit-from]+="$(ms "$overlap" audit --json -o "$td/b.json" --from "$td/raw.jsonl") "
+    "$overlap" audit --timings --json -o "$td/c.json" -- "$exe" "$@" 2>&1 >/dev/null | grep timings >>"$OUT/timings-$name.txt"
+    "$overlap" audit --timings --json -o "$td/c.json" --from "$td/raw.jsonl" 2>&1 >/dev/null | grep timings >>"$OUT/timings-$name.txt"
+  done
+  plain_med=$(printf '%s\n' ${t[plain]} | sort -n | sed -n "$(( (reps + 1) / 2 ))p")
+  for k in plain "${probes[@]/#/probe-}" probe-none inject inject-nocallers audit audit-from; do
+    [ "$k" = "probe-" ] && continue
+    [ -n "${t[$k]:-}" ] || continue
+    med=$(printf '%s\n' ${t[$k]} | sort -n | sed -n "$(( (reps + 1) / 2 ))p")
+    printf '%-28s %-18s %6d ms %5.3fx  [%s]\n' "$app" "$k" "$med" "$(awk -v a="$med" -v b="$plain_med" 'BEGIN{print a/b}')" "${t[$k]% }" >>"$log"
+  done
+  echo "trace bytes $(stat -c %s "$td/raw.jsonl")  elapsed $((SECONDS - s)) s" >>"$log"
+  unset t
+done
+for f in "$OUT"/probe-*.log; do
+  echo "== $f" >>"$log"
+  sort "$f" | awk '{k=$1; n[k]++; su[k]+=$3; fl[k]+=$5} END {for (k in n) printf "%-6s setup %.0f us  flush %.0f us  (mean of %d)\n", k, su[k]/n[k], fl[k]/n[k], n[k]}' >>"$log"
 done
 if command -v perf >/dev/null; then
   perf record -g -o "$td/p.data" env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" \
-    build/corpus-bin/simpleCallback/static/simpleCallback >/dev/null 2>&1
-  perf report -i "$td/p.data" --no-children --sort dso,sym --stdio 2>/dev/null | grep -v '^#' | grep '%' | head -60 >"$OUT/perf.txt"
+    build/corpus-bin/jacobiCudaGraphs/static/jacobiCudaGraphs -gpumethod=1 >/dev/null 2>&1
+  perf report -i "$td/p.data" --no-children --sort dso,sym --stdio 2>/dev/null | grep -v '^#' | grep '%' | head -80 >"$OUT/perf.txt"
 else echo "no perf" >>"$log"; fi
 cat "$log"

@@ -11,6 +11,9 @@ namespace overlap::check::detail {
 
 ProgramEditor::ProgramEditor(const Program& original) : original_(original) {
   edited_.program = original.without_ops();
+  // A repair keeps nearly every op and adds a few.
+  edited_.program.reserve(original.streams().size(), original.ops().size() + original.ops().size() / 8);
+  edited_.origin.reserve(original.ops().size() + original.ops().size() / 8);
 }
 
 stream_id ProgramEditor::add_stream(const std::string& base, stream_kind kind) {

@@ -9,13 +9,21 @@
 
 namespace overlap::check::detail {
 
+TrapContext::TrapContext(const Program& program, const DeviceModel& model, const TrapOptions& options)
+    : program_(program),
+      model_(model),
+      options_(options),
+      // Nearly every rule prices a repair against it: simulated while the rules look for their instances.
+      baseline_(std::async(std::launch::async, [this] {
+                  return sim::simulate(program_, model_, sim::span_labels::left_empty);
+                }).share()) {}
+
 const Timeline& TrapContext::baseline() {
-  if (!baseline_) baseline_ = sim::simulate(program_, model_);
-  return *baseline_;
+  return baseline_.get();
 }
 
 const RacePairs& TrapContext::original_races() {
-  if (!original_races_) original_races_ = race_pairs(program_);
+  std::call_once(races_once_, [this] { original_races_ = race_pairs(program_); });
   return *original_races_;
 }
 
@@ -27,7 +35,9 @@ bool TrapContext::declares_accesses() const {
 RepairCost TrapContext::price(EditedProgram repaired) {
   RepairCost cost;
   const EditedProgram safe = restore_orderings(std::move(repaired), original_races(), cost.restored);
-  cost.time_lost = baseline().total() - sim::simulate(safe.program, model_).total();
+  // The repair is simulated while the baseline may still be: its total is read last.
+  const double repaired_total = sim::simulated_total(safe.program, model_);
+  cost.time_lost = baseline().total() - repaired_total;
   return cost;
 }
 

@@ -1,8 +1,12 @@
 // What every trap rule needs: the program, the device model, the baseline
-// timeline and the original races (both computed once, on first use), and a
-// way to price a repair.
+// timeline (simulated on a thread of its own from the start) and the
+// original races (computed once, on first use), and a way to price a
+// repair. The rules run at once, each on a thread (find_traps), so every
+// member is safe to use from several threads.
 #pragma once
 
+#include <future>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,12 +28,12 @@ struct RepairCost {
 
 class TrapContext {
  public:
-  TrapContext(const Program& program, const DeviceModel& model, const TrapOptions& options)
-      : program_(program), model_(model), options_(options) {}
+  /// Starts simulating the baseline.
+  TrapContext(const Program& program, const DeviceModel& model, const TrapOptions& options);
 
   [[nodiscard]] const Program& program() const noexcept { return program_; }
   [[nodiscard]] const DeviceModel& model() const noexcept { return model_; }
-  /// simulate(program, model), computed once.
+  /// simulate(program, model), computed once, its spans unlabelled; waits for it.
   const Timeline& baseline();
   /// The original program's racing pairs, computed once.
   const RacePairs& original_races();
@@ -42,12 +46,18 @@ class TrapContext {
   RepairCost price(EditedProgram repaired);
   /// True when `time_lost` is worth a finding (see TrapOptions).
   bool matters(double time_lost);
+  /// Whether a trap must save a share of the run to be worth a finding
+  /// (TrapOptions::min_time_lost_fraction above 0). Then a rule may bound a
+  /// repair's saving and, where even the bound does not matter, spare the
+  /// simulation that prices it (often the checker's largest cost).
+  [[nodiscard]] bool has_threshold() const noexcept { return options_.min_time_lost_fraction > 0.0; }
 
  private:
   const Program& program_;
   const DeviceModel& model_;
   TrapOptions options_;
-  std::optional<Timeline> baseline_;
+  std::shared_future<Timeline> baseline_;
+  std::once_flag races_once_;
   std::optional<RacePairs> original_races_;
 };
 

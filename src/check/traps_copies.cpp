@@ -343,6 +343,21 @@ void find_pageable_async_copies(TrapContext& context, std::vector<Finding>& find
     }
   }
   if (instances.empty()) return;
+  // Pinning a copy gives back at most what it took on the baseline: the
+  // host's time in its call (held while it was staged, and waiting for the
+  // stream's earlier work) and its device time. Where a trap must save a
+  // share of the run, set-up uploads of a long run save too little to be
+  // worth simulating the repaired program.
+  if (context.has_threshold()) {
+    const std::set<op_id> pageable(instances.begin(), instances.end());
+    const Timeline& base = context.baseline();
+    double most_saved = 0.0;
+    for (const HostSpan& h : base.host_spans)
+      if (pageable.contains(h.op)) most_saved += h.end - h.start;
+    for (const Span& sp : base.spans)
+      if (pageable.contains(sp.op)) most_saved += sp.end - sp.start;
+    if (!context.matters(most_saved)) return;
+  }
   ProgramEditor editor(p);
   std::size_t next = 0;
   for (op_id i = 0; i < p.ops().size(); ++i) {

@@ -148,7 +148,7 @@ void find_hardware_queue_sharing(TrapContext& context, std::vector<Finding>& fin
   const auto queues = static_cast<std::uint32_t>(std::min<std::size_t>(max_connections, p.streams().size()));
   DeviceModel repaired = model;
   repaired.connections = queues;
-  const double lost = context.baseline().total() - sim::simulate(p, repaired).total();
+  const double lost = context.baseline().total() - sim::simulated_total(p, repaired);
   if (!context.matters(lost)) return;
 
   const Span& example = *false_dependencies.front();

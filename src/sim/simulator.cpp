@@ -112,8 +112,14 @@ constexpr std::size_t engine_count = static_cast<std::size_t>(engine::none) + 1;
 
 class Simulation {
  public:
-  Simulation(const Program& program, DeviceModel model)
-      : program_(program), model_(std::move(model)), ops_(program.ops().size()) {
+  /// `with_timeline` false: only the run's length is wanted (run_total), so
+  /// no span or host span is made, nor any label formatted.
+  Simulation(const Program& program, DeviceModel model, bool with_timeline, span_labels labels)
+      : program_(program),
+        model_(std::move(model)),
+        ops_(program.ops().size()),
+        with_timeline_(with_timeline),
+        labels_(labels == span_labels::made) {
     model_.validate();
     last_on_stream_.assign(program.streams().size(), no_index);
     last_unit_on_stream_.assign(program.streams().size(), engine::none);
@@ -123,11 +129,29 @@ class Simulation {
     for (std::size_t i = 0; i < program.streams().size(); ++i) {
       if (is_legacy(program.streams()[i])) legacy_stream_ = static_cast<stream_id>(i);
     }
+    if (with_timeline_) host_spans_.reserve(program.ops().size());
     prepare_ops();
     assign_batches();
   }
 
   Timeline run() {
+    execute();
+    return timeline();
+  }
+
+  /// What run().total() returns, without building the timeline.
+  double run_total() {
+    execute();
+    double last = host_end_;
+    const auto& ops = program_.ops();
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (is_stream_op(ops[i].kind)) last = std::max(last, ops_[i].end);
+    }
+    return last;
+  }
+
+ private:
+  void execute() {
     advance_host();
     settle();
     while (!events_.empty()) {
@@ -146,10 +170,8 @@ class Simulation {
       throw error(
           fmt::format("simulate: internal error: the run stopped with {} ops unfinished", outstanding_));
     }
-    return timeline();
   }
 
- private:
   // ---- set-up -------------------------------------------------------------
 
   void prepare_ops() {
@@ -217,8 +239,15 @@ class Simulation {
 
   // ---- host thread ----------------------------------------------------------
 
-  void host_span(op_id op, host_activity activity, double start, double end, std::string label) {
-    if (end > start) host_spans_.push_back(HostSpan{op, activity, std::move(label), start, end});
+  /// `label()` makes the span's label, only when a timeline is wanted.
+  template <typename Label>
+  void host_span(op_id op, host_activity activity, double start, double end, Label&& label) {
+    if (end <= start) return;
+    if (with_timeline_) {
+      host_spans_.push_back(HostSpan{op, activity, labels_ ? label() : std::string(), start, end});
+    } else {
+      host_end_ = std::max(host_end_, end);
+    }
   }
 
   std::string call_name(const Op& op) const {
@@ -250,7 +279,7 @@ class Simulation {
       const double call_start = host_time_;
       host_time_ += model_.call_cost(op.kind);
       if (host_time_ > call_start)
-        host_span(id, host_activity::api_call, call_start, host_time_, call_name(op));
+        host_span(id, host_activity::api_call, call_start, host_time_, [&] { return call_name(op); });
       if (is_stream_op(op.kind)) {
         issue_stream_op(id);
         const bool blocks = op.kind == op_kind::copy &&
@@ -265,7 +294,7 @@ class Simulation {
         case op_kind::host_work: {
           const double start = host_time_;
           host_time_ += op.duration.value_or(0.0);
-          host_span(id, host_activity::work, start, host_time_, call_name(op));
+          host_span(id, host_activity::work, start, host_time_, [&] { return call_name(op); });
           break;
         }
         default:  // allocation and free: drain the device, then pay the host cost
@@ -294,7 +323,7 @@ class Simulation {
     if (is_implicitly_synchronizing(op.kind)) {
       const double start = host_time_;
       host_time_ += op.duration.value_or(0.0);
-      host_span(call, host_activity::work, start, host_time_, call_name(op));
+      host_span(call, host_activity::work, start, host_time_, [&] { return call_name(op); });
     }
   }
 
@@ -315,7 +344,7 @@ class Simulation {
     // it runs again a wake-up latency after the work finished.
     host_time_ = std::max(host_time_, now_ + model_.host_wakeup_latency);
     host_span(finished.call, host_activity::blocked, finished.since, host_time_,
-              call_name(program_.ops()[finished.call]));
+              [&] { return call_name(program_.ops()[finished.call]); });
     if (finished.what == HostWait::kind::drain) after_drain(finished.call);
     advance_host();
     return true;
@@ -661,7 +690,7 @@ class Simulation {
 
   // ---- result -----------------------------------------------------------------
 
-  Timeline timeline() const {
+  Timeline timeline() {
     Timeline t;
     t.program_name = program_.name;
     t.device = model_.name;
@@ -677,6 +706,10 @@ class Simulation {
       const OpState& s = ops_[i];
       t.sequential_time += s.solo;
       Span span = span_of(op, static_cast<op_id>(i));
+      if (!labels_) {
+        span.label.clear();
+        span.item.clear();
+      }
       span.unit = s.unit;  // the model's engines: one shared copy engine on some GPUs
       span.start = s.start;
       span.end = s.end;
@@ -685,7 +718,7 @@ class Simulation {
       if (s.has_cause) span.waited_for = s.cause;
       t.spans.push_back(std::move(span));
     }
-    t.host_spans = host_spans_;
+    t.host_spans = std::move(host_spans_);
     return t;
   }
 
@@ -714,7 +747,10 @@ class Simulation {
   std::uint64_t sequence_ = 0;
   std::uint32_t active_h2d_ = no_index;
   std::uint32_t active_d2h_ = no_index;
+  bool with_timeline_ = true;
+  bool labels_ = true;
   std::vector<HostSpan> host_spans_;
+  double host_end_ = 0.0;  // the last host span's end, when no timeline is made
   HostWait wait_;
   std::size_t next_issue_ = 0;
   std::size_t outstanding_ = 0;
@@ -724,8 +760,12 @@ class Simulation {
 
 }  // namespace
 
-Timeline simulate(const Program& program, const DeviceModel& model) {
-  return Simulation(program, model).run();
+Timeline simulate(const Program& program, const DeviceModel& model, span_labels labels) {
+  return Simulation(program, model, /*with_timeline=*/true, labels).run();
+}
+
+double simulated_total(const Program& program, const DeviceModel& model) {
+  return Simulation(program, model, /*with_timeline=*/false, span_labels::left_empty).run_total();
 }
 
 }  // namespace overlap::sim

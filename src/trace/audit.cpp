@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 #include <set>
 
 #include "audit_detail.hpp"
@@ -152,7 +153,14 @@ AuditReport audit(const Capture& run, const DeviceModel& uncalibrated, const Aud
   const double total = run.timeline.total();
   if (total > 0.0 && steady > 0.0)
     check_options.trap_options.min_time_lost_fraction *= std::min(1.0, steady / total);
-  const check::Report checked = check::check_program(run.program, model, check_options);
+  // The checker (the audit's largest part: it simulates the program and its
+  // repairs) runs on its own thread while the steady state's figures are made here.
+  std::future<check::Report> checking =
+      std::async(std::launch::async, [&] { return check::check_program(run.program, model, check_options); });
+  const Timeline steady_run = detail::steady_timeline(run.timeline, phases);
+  report.metrics = compute_metrics(steady_run);
+  report.threads = detail::host_thread_use(run, steady_run);
+  const check::Report checked = checking.get();
   // Calls another finding accounts for are not idle gaps too. Findings list
   // only their first ops, so an implicit-synchronization finding claims
   // every allocation and free.
@@ -181,10 +189,7 @@ AuditReport audit(const Capture& run, const DeviceModel& uncalibrated, const Aud
                      const op_id first_b = b.ops.empty() ? 0 : b.ops.front().id;
                      return first_a < first_b;
                    });
-  // The verdict, the metrics and the host threads' time are the steady state's.
-  const Timeline steady_run = detail::steady_timeline(run.timeline, phases);
-  report.metrics = compute_metrics(steady_run);
-  report.threads = detail::host_thread_use(run, steady_run);
+  // The verdict, like the metrics and the host threads' time, is the steady state's.
   report.verdict = detail::judge(run, steady_run, report);
   return report;
 }

@@ -87,6 +87,18 @@ std::optional<AuditFinding> find_idle_gaps(const Capture& run, const DeviceModel
   std::map<op_id, std::size_t> gap_of;     // per call: the gap it ran in
   std::map<std::size_t, double> gap_idle;  // per gap: idle time some culprit covered
   std::map<std::string, std::set<std::size_t>> gaps_per_api;
+  // The calls that could be culprits, by start: each gap looks only at
+  // those that can overlap it (a long run has thousands of gaps and calls).
+  std::vector<op_id> suspects;
+  double longest = 0.0;
+  for (op_id i = 0; i < p.ops().size(); ++i) {
+    const OpOrigin& from = run.origin[i];
+    if (!issues_nothing(p.ops()[i], from) || named.contains(i)) continue;
+    suspects.push_back(i);
+    longest = std::max(longest, from.call_end - from.call_start);
+  }
+  std::stable_sort(suspects.begin(), suspects.end(),
+                   [&](op_id a, op_id b) { return run.origin[a].call_start < run.origin[b].call_start; });
   std::size_t gap_index = 0;
   for (Interval gap : device_idle(run.timeline)) {
     ++gap_index;
@@ -99,9 +111,11 @@ std::optional<AuditFinding> find_idle_gaps(const Capture& run, const DeviceModel
     // (a cudaMallocHost and its cudaFreeHost, say): the repair drops them all.
     std::map<op_id, double> culprits;
     std::vector<Interval> inside;  // the culprits' calls, clipped to the gap
-    for (op_id i = 0; i < p.ops().size(); ++i) {
+    const auto first = std::lower_bound(suspects.begin(), suspects.end(), gap.start - longest,
+                                        [&](op_id i, double t) { return run.origin[i].call_start < t; });
+    for (auto it = first; it != suspects.end() && run.origin[*it].call_start < gap.end; ++it) {
+      const op_id i = *it;
       const OpOrigin& from = run.origin[i];
-      if (!issues_nothing(p.ops()[i], from) || named.contains(i)) continue;
       const Interval clipped{std::max(gap.start, from.call_start), std::min(gap.end, from.call_end)};
       if (clipped.end <= clipped.start) continue;
       culprits[i] = clipped.end - clipped.start;

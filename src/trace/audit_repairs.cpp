@@ -36,8 +36,8 @@ std::vector<op_id> allocations_in_run(const Capture& run) {
 }
 
 double saving_without(const Program& program, const std::set<op_id>& dropped, const DeviceModel& model) {
-  const double before = sim::simulate(program, model).total();
-  const double after = sim::simulate(without(program, dropped), model).total();
+  const double before = sim::simulated_total(program, model);
+  const double after = sim::simulated_total(without(program, dropped), model);
   return std::max(0.0, before - after);
 }
 

@@ -14,6 +14,8 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "allocations.hpp"
@@ -79,6 +81,8 @@ class Converter {
 
   Capture run() {
     out_.program.name = std::filesystem::path(trace_.exe).filename().string();
+    // Most calls become an op, and so does each node of a graph launched.
+    out_.program.reserve(trace_.streams.size() + 1, trace_.calls.size() + trace_.work.size());
     extents_.emplace(trace_, order_);
     for (const std::size_t i : order_) convert(i);
     close_polling();
@@ -88,6 +92,13 @@ class Converter {
 
  private:
   [[nodiscard]] double ms(std::uint64_t ns) const { return static_cast<double>(ns - t0_) * ms_per_ns; }
+
+  /// short_kernel_name, demangled once per kernel: a loop launches the same few thousands of times.
+  const std::string& short_name(const std::string& kernel) {
+    auto it = short_names_.find(kernel);
+    if (it == short_names_.end()) it = short_names_.emplace(kernel, short_kernel_name(kernel)).first;
+    return it->second;
+  }
 
   stream_id stream_of(std::optional<std::uint32_t> id) {
     if (!id) return out_.program.legacy_default_stream();
@@ -447,7 +458,7 @@ class Converter {
     std::string name = c.kernel;
     if (const auto* work = work_of(c); work && !work->empty() && !trace_.work[work->front()].name.empty())
       name = trace_.work[work->front()].name;
-    op.label = name.empty() ? "kernel" : short_kernel_name(name);
+    op.label = name.empty() ? "kernel" : short_name(name);
     // What it touches is inferred from its pointers (capture_accesses.hpp).
     op.accesses = extents_->kernel_accesses(c.ptrs, allocations_);
     const bool from_pointers = !op.accesses.empty();
@@ -565,7 +576,7 @@ class Converter {
       default:
         op.kind = op_kind::kernel;
         op.duration = measured;
-        op.label = fmt::format("graph {}: {}", graph, w.name.empty() ? "kernel" : short_kernel_name(w.name));
+        op.label = fmt::format("graph {}: {}", graph, w.name.empty() ? "kernel" : short_name(w.name));
         break;
     }
     return op;
@@ -721,6 +732,7 @@ class Converter {
   Capture out_;
   std::map<std::uint32_t, StreamRecord> stream_kinds_;
   std::map<std::uint32_t, stream_id> streams_;
+  std::unordered_map<std::string, std::string> short_names_;  // kernel -> short_kernel_name
   std::map<std::uint64_t, event_id> events_;
   std::map<std::uint64_t, stream_id> record_stream_;
   std::map<std::uint64_t, std::vector<std::size_t>> work_by_call_;

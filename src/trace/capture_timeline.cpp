@@ -34,6 +34,8 @@ Timeline measured_timeline(const Program& program, const RawTrace& trace,
   t.device = trace.devices.empty() ? std::string("GPU") : trace.devices.front().name;
   t.time_unit = program.time_unit;
   t.streams = program.streams();
+  t.spans.reserve(program.ops().size());
+  t.host_spans.reserve(program.ops().size());
   std::map<stream_id, double> stream_end;  // where ordering-only ops are drawn
   // Per host thread: where its last drawn call ended. Host work carries the
   // part of a call's time beyond what the model charges for it (a first

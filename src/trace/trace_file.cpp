@@ -105,7 +105,9 @@ struct Object {
 
   /// The field's value; the last one where a key repeats, as nlohmann::json keeps it.
   [[nodiscard]] const Value* find(std::string_view key) const noexcept {
-    for (auto it = members.rbegin(); it != members.rend(); ++it) {
+    // Backwards: the last repeat wins. (std::views::reverse would do, but
+    // clang's checks reject libstdc++ 12's ranges on this vector.)
+    for (auto it = members.rbegin(); it != members.rend(); ++it) {  // NOLINT(modernize-loop-convert)
       if (it->first == key) return &it->second;
     }
     return nullptr;
@@ -529,104 +531,94 @@ std::string_view to_string(call_class cls) noexcept {
   return "other";
 }
 
-namespace {
-
-/// Lines of a stream, read in large blocks: std::getline with a bound (a
-/// file with no newline, or /dev/zero, must not fill the memory before the
-/// record is found to be bad), without a call per character.
-class LineReader {
- public:
-  LineReader(std::streambuf& in, std::string_view source) : in_(in), source_(source) {}
-
-  /// The next line, without its newline; valid until the next call. False at the end.
-  bool next(std::string_view& line, std::size_t number) {
-    for (;;) {
-      const char* begin = buffer_.data() + position_;
-      const std::size_t left = buffer_.size() - position_;
-      if (const auto* newline = static_cast<const char*>(std::memchr(begin, '\n', left))) {
-        const auto length = static_cast<std::size_t>(newline - begin);
-        if (length > limits::max_trace_line_bytes) too_long(number);
-        line = std::string_view(begin, length);
-        position_ += length + 1;
-        return true;
-      }
-      if (left > limits::max_trace_line_bytes) too_long(number);
-      if (!refill()) {
-        if (left == 0) return false;
-        line = std::string_view(buffer_.data() + position_, left);
-        position_ = buffer_.size();
-        return true;
-      }
-    }
-  }
-
-  /// Nothing follows the line just read. Peeks without moving the buffer, so that line stays valid.
-  [[nodiscard]] bool at_end() const {
-    return position_ == buffer_.size() && (ended_ || in_.sgetc() == std::char_traits<char>::eof());
-  }
-
- private:
-  static constexpr std::size_t block_bytes = std::size_t{1} << 20;
-
-  /// Drops the lines read and appends the next block; false when the stream has no more.
-  bool refill() {
-    if (ended_) return false;
-    buffer_.erase(0, position_);
-    position_ = 0;
-    const std::size_t kept = buffer_.size();
-    buffer_.resize(kept + block_bytes);
-    const auto got = static_cast<std::size_t>(std::max<std::streamsize>(
-        0, in_.sgetn(buffer_.data() + kept, static_cast<std::streamsize>(block_bytes))));
-    buffer_.resize(kept + got);
-    if (got == 0) ended_ = true;
-    return got != 0;
-  }
-
-  [[noreturn]] void too_long(std::size_t number) const {
-    throw invalid_input(fmt::format("{}:{}: a record longer than {} bytes (expected one record per line)",
-                                    source_, number, limits::max_trace_line_bytes));
-  }
-
-  std::streambuf& in_;
-  std::string_view source_;
-  std::string buffer_;
-  std::size_t position_ = 0;
-  bool ended_ = false;
+/// The reader's line parser, kept out of the header.
+struct TraceReader::Parser {
+  Object object;
 };
 
-}  // namespace
+TraceReader::TraceReader(std::string source)
+    : source_(std::move(source)), parser_(std::make_unique<Parser>()) {}
 
-RawTrace read_trace(std::istream& in, std::string_view source) {
-  RawTrace trace;
-  std::string_view line;
-  std::size_t number = 0;
-  LineReader lines(*in.rdbuf(), source);
-  Object object;
-  while (lines.next(line, number + 1)) {
-    ++number;
-    limits::require_at_most(number, limits::max_trace_records, source, "records",
-                            "a trace of more calls is beyond what the audit analyses");
-    if (line.empty()) continue;
-    const bool last = lines.at_end();
-    if (!parse_object(line, object)) {
-      // A process killed mid-write leaves its last line cut short.
-      if (last) break;
-      throw invalid_input(
-          fmt::format("{}:{}: not a JSON object (expected one record per line)", source, number));
+TraceReader::~TraceReader() = default;
+TraceReader::TraceReader(TraceReader&&) noexcept = default;
+TraceReader& TraceReader::operator=(TraceReader&&) noexcept = default;
+
+void TraceReader::feed(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const auto* newline = static_cast<const char*>(std::memchr(bytes.data(), '\n', bytes.size()));
+    if (newline == nullptr) {
+      // The start of a line whose end is still to come (or never comes: a cut-short last line).
+      if (partial_.size() + bytes.size() > limits::max_trace_line_bytes) too_long();
+      partial_.append(bytes);
+      return;
     }
-    const Record record(object, source, number);
-    if (trace.version == 0 && record.get<std::string>("t") != "header")
-      record.fail("t", "the first record is not a header (expected a trace file written by libovl_inject)");
-    read_record(record, record.require<std::string>("t"), trace);
+    const auto length = static_cast<std::size_t>(newline - bytes.data());
+    if (partial_.empty()) {
+      if (length > limits::max_trace_line_bytes) too_long();
+      take_line(bytes.substr(0, length));
+    } else {
+      if (partial_.size() + length > limits::max_trace_line_bytes) too_long();
+      partial_.append(bytes.substr(0, length));
+      take_line(partial_);
+      partial_.clear();
+    }
+    bytes.remove_prefix(length + 1);
   }
-  if (number == 0) throw invalid_input(fmt::format("{}: empty trace file", source));
-  // A one-line file that is not JSON passes the loop as a line cut short.
-  if (trace.version == 0)
+}
+
+void TraceReader::take_line(std::string_view line) {
+  ++lines_;
+  limits::require_at_most(lines_, limits::max_trace_records, source_, "records",
+                          "a trace of more calls is beyond what the audit analyses");
+  // A line that did not parse is fine only as the last one: a process
+  // killed mid-write leaves its last line cut short.
+  if (bad_line_ != 0)
+    throw invalid_input(
+        fmt::format("{}:{}: not a JSON object (expected one record per line)", source_, bad_line_));
+  if (line.empty()) return;
+  Object& object = parser_->object;
+  if (!parse_object(line, object)) {
+    bad_line_ = lines_;
+    return;
+  }
+  const Record record(object, source_, lines_);
+  if (trace_.version == 0 && record.get<std::string>("t") != "header")
+    record.fail("t", "the first record is not a header (expected a trace file written by libovl_inject)");
+  read_record(record, record.require<std::string>("t"), trace_);
+}
+
+void TraceReader::too_long() const {
+  throw invalid_input(fmt::format("{}:{}: a record longer than {} bytes (expected one record per line)",
+                                  source_, lines_ + 1, limits::max_trace_line_bytes));
+}
+
+RawTrace TraceReader::finish() && {
+  if (!partial_.empty()) {
+    take_line(partial_);
+    partial_.clear();
+  }
+  if (lines_ == 0) throw invalid_input(fmt::format("{}: empty trace file", source_));
+  // A one-line file that is not JSON passes as a line cut short.
+  if (trace_.version == 0)
     throw invalid_input(
         fmt::format("{}:1: not a trace file (no header record; expected JSON lines written "
                     "by libovl_inject)",
-                    source));
-  return trace;
+                    source_));
+  return std::move(trace_);
+}
+
+RawTrace read_trace(std::istream& in, std::string_view source) {
+  TraceReader reader{std::string(source)};
+  // Large blocks: no call per character, and a file with no newline (or
+  // /dev/zero) is refused at the line limit before it fills the memory.
+  std::string block(std::size_t{1} << 20, '\0');
+  std::streambuf& buffer = *in.rdbuf();
+  for (;;) {
+    const std::streamsize got = buffer.sgetn(block.data(), static_cast<std::streamsize>(block.size()));
+    if (got <= 0) break;
+    reader.feed(std::string_view(block.data(), static_cast<std::size_t>(got)));
+  }
+  return std::move(reader).finish();
 }
 
 RawTrace load_trace(const std::filesystem::path& path) {

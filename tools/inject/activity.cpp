@@ -1,8 +1,10 @@
 // CUPTI activity records (device work, synchronizations, NVTX ranges) as
 // trace records: buffer hand-out, buffer completion, one JSON line each.
 //
-// CUPTI asks for empty buffers (8 MiB, from a small pool) and hands them back
-// full, on its own thread or on the thread that flushes. Each record is cast
+// CUPTI asks for empty buffers (1 MiB, from a pool) and hands them back
+// full, on its own thread or on the thread that flushes. Small buffers come
+// back while the app runs, so their records are written (and read by an
+// audit following the file) then, not all at the app's exit. Each record is cast
 // to the struct its kind has in CUDA 13's cupti_activity.h and written to a
 // per-thread batch that goes to the writer in one append. Records CUPTI could
 // not time (start 0, or end before start) are counted as dropped rather than
@@ -23,9 +25,11 @@ namespace overlap::inject {
 
 namespace {
 
-constexpr std::size_t activity_buffer_bytes = std::size_t{8} << 20;
+constexpr std::size_t activity_buffer_bytes = std::size_t{1} << 20;
 /// 512 MiB at most in CUPTI's hands; beyond that CUPTI drops (and counts) records.
-constexpr std::size_t max_activity_buffers = 64;
+constexpr std::size_t max_activity_buffers = 512;
+/// How often CUPTI's worker thread hands back the buffers that are full.
+constexpr std::uint32_t flush_period_ms = 100;
 /// A batch goes to the writer once it holds this much.
 constexpr std::size_t batch_bytes = std::size_t{256} << 10;
 /// Unmatched NVTX range starts kept at most (a START whose END never comes).
@@ -309,6 +313,7 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uin
   Tracer* t = tracer();
   if (t != nullptr && buffer != nullptr) {
     const RunningCallback running(*t);
+    const CostTimer cost(*t, t->costs.activity_ns, t->costs.activity_buffers);
     try {
       BatchWriter writer(*t, thread_state().batch);
       CUpti_Activity* record = nullptr;
@@ -354,6 +359,7 @@ CUptiResult start_activity_tracing() {
   // A kind that does not enable (MARKER without NVTX injection, say) leaves
   // an error record and the others still run.
   for (const TracedKind& k : traced_kinds) (void)cupti_ok(cuptiActivityEnable(k.kind), k.what);
+  (void)cupti_ok(cuptiActivityFlushPeriod(flush_period_ms), "cuptiActivityFlushPeriod");
   return CUPTI_SUCCESS;
 }
 

@@ -320,6 +320,7 @@ void CUPTIAPI on_api_callback(void* /*userdata*/, CUpti_CallbackDomain domain, C
     ThreadState& ts = thread_state();
     if (ts.own_driver_calls > 0) return;
     const RunningCallback running(*current);
+    const CostTimer cost(*current, current->costs.api_ns, current->costs.api_callbacks);
     switch (domain) {
       case CUPTI_CB_DOMAIN_RUNTIME_API:
       case CUPTI_CB_DOMAIN_DRIVER_API: {

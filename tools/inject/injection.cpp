@@ -99,6 +99,20 @@ void write_header(Tracer& t) {
   t.writer.append(line, 2);
 }
 
+/// OVERLAP_TRACE_STATS=1: where the tracer's time went, on stderr at exit.
+void print_costs(const Tracer& t, std::uint64_t exit_ns) {
+  const auto ms = [](std::uint64_t ns) { return static_cast<double>(ns) / 1e6; };
+  const std::uint64_t calls = t.costs.api_callbacks.load();
+  (void)std::fprintf(
+      stderr,
+      "overlap: tracer costs: %llu API callbacks %.1f ms (%.2f us each); %llu activity buffers "
+      "%.1f ms; at exit (flush, last records, footer) %.1f ms; %llu records written\n",
+      static_cast<unsigned long long>(calls), ms(t.costs.api_ns.load()),
+      calls > 0 ? ms(t.costs.api_ns.load()) * 1e3 / static_cast<double>(calls) : 0.0,
+      static_cast<unsigned long long>(t.costs.activity_buffers.load()), ms(t.costs.activity_ns.load()),
+      ms(exit_ns), static_cast<unsigned long long>(t.writer.records_written()));
+}
+
 /// Flushes CUPTI and writes the footer, once. From a signal handler the
 /// writer only try-locks, and CUPTI is asked to flush only if no callback of
 /// this library is running (the signal may have interrupted one inside CUPTI).
@@ -106,10 +120,12 @@ void finalize(std::string_view reason, bool from_signal) {
   Tracer* t = tracer();
   if (t == nullptr || ::getpid() != traced_pid.load()) return;  // untraced, or a forked child
   if (finalizing.exchange(true)) return;
+  const std::uint64_t started = t->costs.counted ? monotonic_ns() : 0;
   if (from_signal) t->writer.set_signal_mode(true);
   if (!from_signal || t->callbacks_running.load() == 0) flush_activity(/*forced=*/true);
   if (!from_signal) write_queued_devices();
   (void)t->writer.finish(reason, activity_records_dropped(!from_signal), from_signal);
+  if (started != 0 && !from_signal) print_costs(*t, monotonic_ns() - started);
 }
 
 void at_exit() {
@@ -252,6 +268,7 @@ void start_tracing() {
   if (!dir.empty()) make_directories(dir);
   const bool callers = !env_equals("OVERLAP_TRACE_CALLERS", "0");
   auto* t = new Tracer(RecordWriter::path_for(dir, ::getpid()), callers);  // never deleted once installed
+  t->costs.counted = env_equals("OVERLAP_TRACE_STATS", "1");
   std::string error;
   if (!t->writer.open(error)) {
     (void)std::fprintf(stderr, "overlap: cannot create the trace file %s (%s); this run is not traced\n",

@@ -203,7 +203,7 @@ bool RecordWriter::acquire(bool bounded) {
     mutex_.lock();
     return true;
   }
-  // ~50 ms: long enough for another thread to finish an append or a 4 MiB
+  // ~50 ms: long enough for another thread to finish an append or a 1 MiB
   // write, short enough not to hang a process that is being killed.
   constexpr int attempts = 50;
   for (int attempt = 0; attempt < attempts; ++attempt) {

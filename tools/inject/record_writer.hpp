@@ -5,7 +5,7 @@
 // machine. JsonLine builds one flat JSON object into a caller-owned string
 // (a thread's reused scratch, so a record costs no allocation); RecordWriter
 // collects finished lines in one mutex-protected in-memory buffer and appends
-// it to the file when it passes 4 MiB, when asked to flush, and when the
+// it to the file when it passes 1 MiB, when asked to flush, and when the
 // footer is written. It remembers the process that opened the file and never
 // writes from another one (a forked child), and its footer path works from a
 // signal handler (bounded try-lock, no allocation).
@@ -71,7 +71,9 @@ class JsonLine {
 /// The trace file of one process, written through an in-memory buffer.
 class RecordWriter {
  public:
-  static constexpr std::size_t default_flush_bytes = std::size_t{4} << 20;
+  /// Small enough that a reader following the file (an audit) gets records
+  /// while the app runs; each write is one system call under the lock.
+  static constexpr std::size_t default_flush_bytes = std::size_t{1} << 20;
 
   explicit RecordWriter(std::string path, std::size_t flush_bytes = default_flush_bytes);
   ~RecordWriter();

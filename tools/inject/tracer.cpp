@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <functional>
 #include <mutex>
 #include <unordered_set>
@@ -140,6 +141,12 @@ bool driver_ok(CUresult result, std::string_view what) {
   }
   report_error(what, static_cast<long>(result), name != nullptr ? name : "CUDA driver error");
   return false;
+}
+
+std::uint64_t monotonic_ns() noexcept {
+  timespec now{};
+  (void)::clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000U + static_cast<std::uint64_t>(now.tv_nsec);
 }
 
 std::uint64_t timestamp() noexcept {

@@ -36,6 +36,41 @@ struct Tracer {
   /// This library's callbacks in progress on any thread: a signal handler
   /// only asks CUPTI to flush when none is (CUPTI may hold its locks then).
   std::atomic<int> callbacks_running{0};
+
+  /// Time this library spends, counted with OVERLAP_TRACE_STATS=1 and
+  /// printed at exit: how the tracer's own share of its overhead is measured.
+  struct Costs {
+    bool counted = false;
+    std::atomic<std::uint64_t> api_ns{0};
+    std::atomic<std::uint64_t> api_callbacks{0};
+    std::atomic<std::uint64_t> activity_ns{0};
+    std::atomic<std::uint64_t> activity_buffers{0};
+  };
+  Costs costs;
+};
+
+/// Monotonic nanoseconds, for Tracer::Costs.
+[[nodiscard]] std::uint64_t monotonic_ns() noexcept;
+
+/// Adds the time from construction to destruction to a Tracer::Costs pair, when counted.
+class CostTimer {
+ public:
+  CostTimer(const Tracer& tracer, std::atomic<std::uint64_t>& ns, std::atomic<std::uint64_t>& count)
+      : ns_(ns), count_(count), start_(tracer.costs.counted ? monotonic_ns() : 0) {}
+  ~CostTimer() {
+    if (start_ == 0) return;
+    ns_.fetch_add(monotonic_ns() - start_, std::memory_order_relaxed);
+    count_.fetch_add(1, std::memory_order_relaxed);
+  }
+  CostTimer(const CostTimer&) = delete;
+  CostTimer& operator=(const CostTimer&) = delete;
+  CostTimer(CostTimer&&) = delete;
+  CostTimer& operator=(CostTimer&&) = delete;
+
+ private:
+  std::atomic<std::uint64_t>& ns_;
+  std::atomic<std::uint64_t>& count_;
+  std::uint64_t start_;
 };
 
 /// The tracer, or null before InitializeInjection made one or when this run is not traced.

@@ -4,8 +4,10 @@
 #include "overlap/trace/audit.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -95,6 +97,33 @@ struct AuditCommandOptions {
   std::string output;
   std::string raw;
   std::string from;
+  bool timings = false;
+};
+
+/// --timings: how long each step of the audit took, printed on stderr at the end.
+class StepTimes {
+ public:
+  /// Ends the step in progress under `name` (the first starts at construction).
+  void step(std::string name) {
+    const auto now = std::chrono::steady_clock::now();
+    steps_.emplace_back(std::move(name), std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+  }
+  /// Splits `seconds` (timed elsewhere) off the end of the step just ended, as a step of its own.
+  void split_off(std::string name, double seconds) {
+    if (!steps_.empty()) steps_.back().second -= seconds;
+    steps_.emplace_back(std::move(name), seconds);
+  }
+  [[nodiscard]] std::string line() const {
+    std::vector<std::string> parts;
+    parts.reserve(steps_.size());
+    for (const auto& [name, seconds] : steps_) parts.push_back(fmt::format("{} {:.3f} s", name, seconds));
+    return fmt::format("overlap audit: timings: {}\n", fmt::join(parts, ", "));
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  std::vector<std::pair<std::string, double>> steps_;
 };
 
 /// --min-saving: "1%" of the steady state, or "0.5" / "0.5ms" milliseconds.
@@ -175,8 +204,7 @@ std::string html_report(const trace::Capture& run, const trace::AuditReport& r) 
   return io::to_html(run.timeline, html_findings(r), options);
 }
 
-int report(const trace::Capture& run, const AuditCommandOptions& o, check::severity fail_on,
-           std::vector<std::string> command, int exit_code, Streams io) {
+trace::AuditReport analyse(const trace::Capture& run, const AuditCommandOptions& o) {
   trace::AuditOptions options;
   options.idle_gap_threshold = o.idle_gap;
   options.phases.range = o.range;
@@ -186,7 +214,12 @@ int report(const trace::Capture& run, const AuditCommandOptions& o, check::sever
   } else {
     options.min_saving_ms = min_saving.ms;
   }
-  trace::AuditReport r = trace::audit(run, DeviceModel::load(o.device), options);
+  return trace::audit(run, DeviceModel::load(o.device), options);
+}
+
+int report(const trace::Capture& run, trace::AuditReport r, const AuditCommandOptions& o,
+           check::severity fail_on, std::vector<std::string> command, int exit_code, StepTimes& times,
+           Streams io) {
   r.command = std::move(command);
   r.exit_code = exit_code;
   if (o.json || o.format == "json") {
@@ -196,6 +229,8 @@ int report(const trace::Capture& run, const AuditCommandOptions& o, check::sever
   } else {
     write_output(o.output, trace::format_text(r, fail_on), io);
   }
+  times.step("report");
+  if (o.timings) io.err << times.line();
   return r.fails(fail_on) ? exit_findings : exit_ok;
 }
 
@@ -213,17 +248,45 @@ int run_audit(const AuditCommandOptions& o, Streams io) {
   (void)parse_min_saving(o.min_saving);  // and so is a bad threshold
   if (!o.from.empty()) {
     if (!o.command.empty()) throw invalid_input("--from: give a trace file or an app, not both");
+    StepTimes times;
     const trace::RawTrace raw = trace::load_trace(o.from);
-    return report(trace::capture(raw), o, fail_on, {raw.exe}, 0, io);
+    times.step("reading the trace");
+    const trace::Capture captured = trace::capture(raw);
+    times.step("capture");
+    trace::AuditReport r = analyse(captured, o);
+    times.step("analysis");
+    return report(captured, std::move(r), o, fail_on, {raw.exe}, 0, times, io);
   }
   if (o.command.empty())
     throw invalid_input("no app given: put the app and its arguments after -- (see --help)");
   const TemporaryFolder folder;
-  const TracedRun run = run_traced(o.command, folder.path(), /*app_stdout_to_stderr=*/true);
+  StepTimes times;
+  TracedApp app(o.command, folder.path(), /*app_stdout_to_stderr=*/true);
+  // The trace is whole once the tracer's exit handler has run, before CUDA
+  // is torn down in the app's process: the audit runs while it ends.
+  std::optional<trace::Capture> captured;
+  std::optional<trace::AuditReport> r;
+  if (std::optional<trace::RawTrace> whole = app.complete_trace(); whole && has_cuda_activity(*whole)) {
+    times.step("the app, traced, until its trace was whole");
+    captured = trace::capture(*whole);
+    times.step("capture");
+    r = analyse(*captured, o);
+    times.step("analysis");
+  }
+  TracedRun run = app.finish();
+  times.step(captured ? "the app's exit (after the analysis)" : "the app, traced");
   if (run.signal) io.err << fmt::format("overlap audit: the app was ended by signal {}\n", *run.signal);
-  const std::optional<trace::Capture> captured = capture_if_any(run, o.raw, o.command.front(), "audit", io);
-  if (!captured) return exit_ok;  // nothing to audit
-  return report(*captured, o, fail_on, o.command, run.exit_code, io);
+  if (captured) {
+    keep_raw_copy(run, o.raw);
+  } else {
+    times.split_off("reading the trace's last records", run.read_after_exit_s);
+    captured = capture_if_any(run, o.raw, o.command.front(), "audit", io);
+    times.step("capture");
+    if (!captured) return exit_ok;  // nothing to audit
+    r = analyse(*captured, o);
+    times.step("analysis");
+  }
+  return report(*captured, std::move(*r), o, fail_on, o.command, run.exit_code, times, io);
 }
 
 }  // namespace
@@ -256,6 +319,9 @@ Subcommand add_audit(CLI::App& parent, Streams io) {
   app->add_option("--raw", o->raw, "Also keep the raw trace (JSON Lines, docs/trace-format.md)");
   app->add_option("--from", o->from, "Audit a raw trace written earlier instead of running an app")
       ->check(CLI::ExistingFile);
+  app->add_flag("--timings", o->timings,
+                "Print on stderr how long each step took: the app's traced run, reading the rest of its "
+                "trace, capture, analysis, report");
   return {app, [o, io] { return run_audit(*o, io); }};
 }
 

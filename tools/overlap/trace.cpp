@@ -88,7 +88,7 @@ int run_trace(const TraceOptions& o, Streams io) {
     throw invalid_input("no app given: put the app and its arguments after -- (see --help)");
   const TemporaryFolder folder;
   const bool report_on_stdout = o.output.empty() || o.output == "-";
-  const TracedRun run = run_traced(o.command, folder.path(), report_on_stdout);
+  TracedRun run = run_traced(o.command, folder.path(), report_on_stdout);
   if (run.signal) io.err << fmt::format("overlap trace: the app was ended by signal {}\n", *run.signal);
   const std::optional<trace::Capture> captured = capture_if_any(run, o.raw, o.command.front(), "trace", io);
   if (captured) write_capture(*captured, o, formats, io);

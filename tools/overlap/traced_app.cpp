@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 
 #include "overlap/core/error.hpp"
 #include "overlap/trace/trace_file.hpp"
+#include "trace_follower.hpp"
 
 namespace overlap::cli {
 
@@ -29,27 +31,6 @@ volatile std::sig_atomic_t traced_child = 0;
 void forward_signal(int signal) {
   if (traced_child > 0) ::kill(static_cast<pid_t>(traced_child), signal);
 }
-
-/// Installs forward_signal for SIGINT and SIGTERM; restores on destruction.
-class SignalForwarding {
- public:
-  SignalForwarding() {
-    struct sigaction action {};
-    action.sa_handler = forward_signal;
-    sigemptyset(&action.sa_mask);
-    for (std::size_t i = 0; i < signals_.size(); ++i) sigaction(signals_[i], &action, &previous_[i]);
-  }
-  ~SignalForwarding() {
-    for (std::size_t i = 0; i < signals_.size(); ++i) sigaction(signals_[i], &previous_[i], nullptr);
-    traced_child = 0;
-  }
-  SignalForwarding(const SignalForwarding&) = delete;
-  SignalForwarding& operator=(const SignalForwarding&) = delete;
-
- private:
-  std::array<int, 2> signals_{SIGINT, SIGTERM};
-  std::array<struct sigaction, 2> previous_{};
-};
 
 fs::path self_directory() {
   std::error_code ec;
@@ -107,6 +88,27 @@ std::size_t count_lines(const fs::path& file) {
 
 }  // namespace
 
+/// Installs forward_signal for SIGINT and SIGTERM; restores on destruction.
+class SignalForwarding {
+ public:
+  SignalForwarding() {
+    struct sigaction action {};
+    action.sa_handler = forward_signal;
+    sigemptyset(&action.sa_mask);
+    for (std::size_t i = 0; i < signals_.size(); ++i) sigaction(signals_[i], &action, &previous_[i]);
+  }
+  ~SignalForwarding() {
+    for (std::size_t i = 0; i < signals_.size(); ++i) sigaction(signals_[i], &previous_[i], nullptr);
+    traced_child = 0;
+  }
+  SignalForwarding(const SignalForwarding&) = delete;
+  SignalForwarding& operator=(const SignalForwarding&) = delete;
+
+ private:
+  std::array<int, 2> signals_{SIGINT, SIGTERM};
+  std::array<struct sigaction, 2> previous_{};
+};
+
 fs::path injection_library() {
   if (const char* path = std::getenv("OVERLAP_INJECT_LIB")) {
     if (!fs::exists(path)) throw invalid_input(fmt::format("OVERLAP_INJECT_LIB: '{}' does not exist", path));
@@ -126,8 +128,9 @@ fs::path injection_library() {
                   candidates[2].lexically_normal().string()));
 }
 
-TracedRun run_traced(const std::vector<std::string>& command, const fs::path& trace_dir,
-                     bool app_stdout_to_stderr) {
+TracedApp::TracedApp(const std::vector<std::string>& command, const fs::path& trace_dir,
+                     bool app_stdout_to_stderr)
+    : trace_dir_(trace_dir) {
   if (command.empty())
     throw invalid_input("no app given: put the app and its arguments after -- (see --help)");
   std::vector<std::string> env = traced_environment(trace_dir);
@@ -138,36 +141,71 @@ TracedRun run_traced(const std::vector<std::string>& command, const fs::path& tr
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   if (app_stdout_to_stderr) posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
-  SignalForwarding forwarding;
-  pid_t child = 0;
+  forwarding_ = std::make_unique<SignalForwarding>();
   const int spawned =
-      posix_spawnp(&child, argv[0].c_str(), &actions, nullptr, argv_pointers.data(), env_pointers.data());
+      posix_spawnp(&child_, argv[0].c_str(), &actions, nullptr, argv_pointers.data(), env_pointers.data());
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0)
     throw invalid_input(fmt::format("cannot run '{}': {}", command.front(), std::strerror(spawned)));
-  traced_child = child;
+  name_ = command.front();
+  traced_child = child_;
+  follower_ = std::make_unique<TraceFollower>(trace_dir / fmt::format("trace.{}.jsonl", child_));
+}
 
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR)
-      throw error(fmt::format("waiting for '{}' failed: {}", command.front(), std::strerror(errno)));
+TracedApp::~TracedApp() {
+  if (!ended_) {
+    try {
+      wait_for_exit(/*block=*/true);
+    } catch (...) {
+      // Destroyed while an error unwinds: the app's status is of no more use.
+    }
   }
+}
+
+bool TracedApp::wait_for_exit(bool block) {
+  for (;;) {
+    const pid_t got = waitpid(child_, &status_, block ? 0 : WNOHANG);
+    if (got == child_) {
+      ended_ = true;
+      return true;
+    }
+    if (got == 0) return false;  // still running
+    if (errno != EINTR) throw error(fmt::format("waiting for '{}' failed: {}", name_, std::strerror(errno)));
+  }
+}
+
+std::optional<trace::RawTrace> TracedApp::complete_trace() {
+  // How often the app is asked whether it has ended without a footer (killed, say).
+  constexpr auto exit_poll = std::chrono::milliseconds(5);
+  while (!ended_) {
+    if (follower_->wait_for_footer(exit_poll)) {
+      trace_taken_ = true;
+      return follower_->finish();
+    }
+    (void)wait_for_exit(/*block=*/false);
+  }
+  return std::nullopt;
+}
+
+TracedRun TracedApp::finish() {
+  if (!ended_) (void)wait_for_exit(/*block=*/true);
+  forwarding_.reset();
   TracedRun run;
-  if (WIFSIGNALED(status)) {
-    run.signal = WTERMSIG(status);
+  if (WIFSIGNALED(status_)) {
+    run.signal = WTERMSIG(status_);
     run.exit_code = 128 + *run.signal;
   } else {
-    run.exit_code = WEXITSTATUS(status);
+    run.exit_code = WEXITSTATUS(status_);
   }
 
   // The app's own process, else the traced process with most records (the
   // app may be a launcher such as a shell or python's multiprocessing).
   std::size_t most = 0;
-  for (const auto& entry : fs::directory_iterator(trace_dir)) {
+  for (const auto& entry : fs::directory_iterator(trace_dir_)) {
     const std::string name = entry.path().filename().string();
     if (!name.starts_with("trace.") || !name.ends_with(".jsonl")) continue;
     ++run.traced_processes;
-    if (name == fmt::format("trace.{}.jsonl", child)) {
+    if (name == fmt::format("trace.{}.jsonl", child_)) {
       run.trace_file = entry.path();
       most = SIZE_MAX;
     } else if (most != SIZE_MAX) {
@@ -178,6 +216,20 @@ TracedRun run_traced(const std::vector<std::string>& command, const fs::path& tr
       }
     }
   }
+  if (most == SIZE_MAX && !trace_taken_) {
+    const auto started = std::chrono::steady_clock::now();
+    run.raw = follower_->finish();
+    run.read_after_exit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
+  return run;
+}
+
+TracedRun run_traced(const std::vector<std::string>& command, const fs::path& trace_dir,
+                     bool app_stdout_to_stderr) {
+  TracedApp app(command, trace_dir, app_stdout_to_stderr);
+  std::optional<trace::RawTrace> early = app.complete_trace();
+  TracedRun run = app.finish();
+  if (early) run.raw = std::move(early);
   return run;
 }
 
@@ -193,15 +245,28 @@ TemporaryFolder::~TemporaryFolder() {
   fs::remove_all(path_, ec);
 }
 
-std::optional<trace::Capture> capture_if_any(const TracedRun& run, const std::string& raw_copy,
+void keep_raw_copy(const TracedRun& run, const std::string& raw_copy) {
+  if (!run.trace_file || raw_copy.empty()) return;
+  std::error_code ec;
+  fs::copy_file(*run.trace_file, raw_copy, fs::copy_options::overwrite_existing, ec);
+  if (ec) throw invalid_input(fmt::format("--raw: cannot write '{}': {}", raw_copy, ec.message()));
+}
+
+bool has_cuda_activity(const trace::RawTrace& raw) {
+  return !raw.calls.empty() || !raw.work.empty();
+}
+
+std::optional<trace::Capture> capture_if_any(TracedRun& run, const std::string& raw_copy,
                                              const std::string& app, std::string_view command, Streams io) {
-  if (run.trace_file && !raw_copy.empty()) {
-    std::error_code ec;
-    fs::copy_file(*run.trace_file, raw_copy, fs::copy_options::overwrite_existing, ec);
-    if (ec) throw invalid_input(fmt::format("--raw: cannot write '{}': {}", raw_copy, ec.message()));
+  keep_raw_copy(run, raw_copy);
+  trace::RawTrace raw;
+  if (run.raw) {
+    raw = std::move(*run.raw);
+    run.raw.reset();
+  } else if (run.trace_file) {
+    raw = trace::load_trace(*run.trace_file);
   }
-  const trace::RawTrace raw = run.trace_file ? trace::load_trace(*run.trace_file) : trace::RawTrace{};
-  if (raw.calls.empty() && raw.work.empty()) {
+  if (!has_cuda_activity(raw)) {
     io.err << fmt::format(
         "overlap {}: no CUDA activity: '{}' {} (exit code {})\n", command, app,
         run.trace_file ? "ended before the tracer recorded any CUDA call" : "made no CUDA call",

@@ -3,13 +3,17 @@
 // that loads it, the app's exit status, and the trace file it left.
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "overlap/trace/capture.hpp"
+#include "overlap/trace/trace_file.hpp"
 #include "subcommand.hpp"
 
 namespace overlap::cli {
@@ -22,6 +26,11 @@ struct TracedRun {
   /// child with most calls); empty when no process used CUDA.
   std::optional<std::filesystem::path> trace_file;
   std::size_t traced_processes = 0;  ///< trace files the run left
+  /// `trace_file` already parsed, when it is the app's own process's: read
+  /// while the app ran (see TraceFollower). Empty otherwise.
+  std::optional<trace::RawTrace> raw;
+  /// Seconds spent reading `raw`'s last records after the app ended.
+  double read_after_exit_s = 0.0;
 };
 
 /// Where the injection library is: $OVERLAP_INJECT_LIB, else next to this
@@ -29,12 +38,56 @@ struct TracedRun {
 /// the places looked at when none has it.
 [[nodiscard]] std::filesystem::path injection_library();
 
+class SignalForwarding;
+class TraceFollower;
+
+/// An app running under the injection library, its trace read as it grows.
+/// Its trace is whole once the tracer has written the footer, in the app's
+/// exit handlers: what reads it can start while the app's process is still
+/// tearing CUDA down, and ask for the exit status afterwards.
+class TracedApp {
+ public:
+  /// Starts `command` (the app and its arguments, found on PATH) with the
+  /// library injected and its trace files written to `trace_dir`, forwarding
+  /// SIGINT and SIGTERM to it. With `app_stdout_to_stderr` the app's standard
+  /// output goes to standard error. Throws overlap::invalid_input if the app
+  /// cannot be started.
+  TracedApp(const std::vector<std::string>& command, const std::filesystem::path& trace_dir,
+            bool app_stdout_to_stderr);
+  /// Waits for the app if finish() was not called.
+  ~TracedApp();
+  TracedApp(const TracedApp&) = delete;
+  TracedApp& operator=(const TracedApp&) = delete;
+  TracedApp(TracedApp&&) = delete;
+  TracedApp& operator=(TracedApp&&) = delete;
+
+  /// Waits until the app's own trace is whole (its footer read) and returns
+  /// it, or until the app ends without one (nothing: finish() then gives
+  /// what there is).
+  [[nodiscard]] std::optional<trace::RawTrace> complete_trace();
+  /// Waits for the app to end: its exit status and its trace files. `raw`
+  /// holds the app's trace unless complete_trace() returned it.
+  [[nodiscard]] TracedRun finish();
+
+ private:
+  /// Reaps the app; false when `block` is false and it is still running.
+  bool wait_for_exit(bool block);
+
+  std::filesystem::path trace_dir_;
+  std::string name_;
+  pid_t child_ = 0;
+  int status_ = 0;
+  bool ended_ = false;
+  bool trace_taken_ = false;
+  std::unique_ptr<SignalForwarding> forwarding_;
+  std::unique_ptr<TraceFollower> follower_;
+};
+
 /// Runs `command` (the app and its arguments, found on PATH) with the library
 /// injected, its trace files written to `trace_dir`, waits for it (forwarding
-/// SIGINT and SIGTERM), and finds its trace. With `app_stdout_to_stderr` the
-/// app's standard output goes to standard error, so a report on standard
-/// output stays parseable. Throws overlap::invalid_input if the app cannot be
-/// started.
+/// SIGINT and SIGTERM) while reading its trace as it grows, and finds its trace. With `app_stdout_to_stderr`
+/// the app's standard output goes to standard error, so a report on standard output stays parseable. Throws
+/// overlap::invalid_input if the app cannot be started.
 [[nodiscard]] TracedRun run_traced(const std::vector<std::string>& command,
                                    const std::filesystem::path& trace_dir, bool app_stdout_to_stderr);
 
@@ -51,11 +104,18 @@ class TemporaryFolder {
   std::filesystem::path path_;
 };
 
-/// The raw trace turned into a Capture; `raw_copy`, if set, also receives a
-/// copy of the trace file. When the app left no CUDA activity (it never
-/// called CUDA, or crashed before the tracer wrote anything) says so on
-/// io.err as `overlap COMMAND: no CUDA activity ...` and returns nothing.
-[[nodiscard]] std::optional<trace::Capture> capture_if_any(const TracedRun& run, const std::string& raw_copy,
+/// Copies the run's trace file to `raw_copy` (--raw), if both are set.
+/// Throws overlap::invalid_input naming the file when it cannot be written.
+void keep_raw_copy(const TracedRun& run, const std::string& raw_copy);
+
+/// The trace holds a CUDA call or device work.
+[[nodiscard]] bool has_cuda_activity(const trace::RawTrace& raw);
+
+/// The raw trace turned into a Capture (the one read while the app ran is
+/// moved out of `run`); `raw_copy`, if set, also receives a copy of the trace file. When the app left no CUDA
+/// activity (it never called CUDA, or crashed before the tracer wrote anything) says so on io.err as `overlap
+/// COMMAND: no CUDA activity ...` and returns nothing.
+[[nodiscard]] std::optional<trace::Capture> capture_if_any(TracedRun& run, const std::string& raw_copy,
                                                            const std::string& app, std::string_view command,
                                                            Streams io);
 

@@ -18,9 +18,20 @@
 
 namespace overlap::sim {
 
+/// Whether a simulated timeline's spans carry their labels.
+enum class span_labels : bool {
+  made,        ///< each span and host span labelled, for people and exporters
+  left_empty,  ///< no label made: for analyses that read times, ops and causes only
+};
+
 /// Runs `program` on `model` and returns the predicted timeline. Throws
 /// overlap::invalid_input if an op lacks what the model needs (a kernel
 /// without a duration).
-[[nodiscard]] Timeline simulate(const Program& program, const DeviceModel& model);
+[[nodiscard]] Timeline simulate(const Program& program, const DeviceModel& model,
+                                span_labels labels = span_labels::made);
+
+/// simulate(program, model).total(), without building the timeline: what a
+/// repair is priced with (a trap's cost is two totals' difference).
+[[nodiscard]] double simulated_total(const Program& program, const DeviceModel& model);
 
 }  // namespace overlap::sim

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <istream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -163,6 +164,46 @@ struct RawTrace {
   std::string end_reason;                          ///< "exit", "signal 15", or empty
   std::uint64_t dropped = 0;                       ///< records lost, as the footer counts them
   std::size_t unknown_records = 0;                 ///< lines of a type this reader does not know
+};
+
+/// Reads a trace as it is written: the bytes in pieces of any size (from a
+/// file that a running app is still appending to), then finish(). Each
+/// line is parsed as soon as its newline arrives, so that little is left to
+/// read when the app ends. read_trace is this reader over a whole stream.
+class TraceReader {
+ public:
+  /// `source` names the trace in errors ("trace.123.jsonl:17: ...").
+  explicit TraceReader(std::string source);
+  ~TraceReader();
+  /// Moves the reader and what it has read.
+  TraceReader(TraceReader&& other) noexcept;
+  /// Moves the reader and what it has read.
+  TraceReader& operator=(TraceReader&& other) noexcept;
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+
+  /// Parses every line that `bytes` completes and keeps the start of the
+  /// next. Throws overlap::invalid_input as read_trace does, naming the line.
+  void feed(std::string_view bytes);
+  /// Parses a last line left without its newline and returns the trace.
+  /// Throws overlap::invalid_input for an empty file or one without a header.
+  [[nodiscard]] RawTrace finish() &&;
+  /// Lines read so far.
+  [[nodiscard]] std::size_t lines() const noexcept { return lines_; }
+  /// A footer has been read: the tracer has finished the file.
+  [[nodiscard]] bool complete() const noexcept { return trace_.complete; }
+
+ private:
+  struct Parser;
+  void take_line(std::string_view line);
+  [[noreturn]] void too_long() const;
+
+  std::string source_;
+  std::unique_ptr<Parser> parser_;
+  RawTrace trace_;
+  std::string partial_;       // a line whose newline has not come yet
+  std::size_t lines_ = 0;     // lines read
+  std::size_t bad_line_ = 0;  // a line that did not parse (fine if it is the last), 0 if none
 };
 
 /// Parses a trace; `source` names it in errors ("trace.123.jsonl:17: ...").
