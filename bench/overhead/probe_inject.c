@@ -8,6 +8,8 @@
  *   a  the six activity kinds libovl_inject enables
  *   k  CONCURRENT_KERNEL and MEMCPY only
  *   f  + cuptiActivityFlushPeriod(100): CUPTI's worker hands back full buffers every 100 ms
+ *   U  at exit, after the flush: the activity kinds and callback domains disabled
+ *   F  at exit, after the flush: cuptiFinalize
  * PROBE_LOG names a file that gets one line per run: the set-up's and the
  * final flush's times in microseconds. */
 #include <cupti.h>
@@ -39,11 +41,23 @@ static void CUPTIAPI done(CUcontext c, uint32_t st, uint8_t* b, size_t s, size_t
 
 static const char* steps = "";
 static double setup_us;
+static CUpti_SubscriberHandle subscriber;
 
 static void at_exit(void) {
   const double t0 = now_us();
   if (strchr(steps, 'a') || strchr(steps, 'k')) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   const double flush_us = now_us() - t0;
+  if (strchr(steps, 'U')) {
+    const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                        CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
+                                        CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; ++i) cuptiActivityDisable(kinds[i]);
+    if (subscriber) {
+      cuptiEnableDomain(0, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+      cuptiEnableDomain(0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+    }
+  }
+  if (strchr(steps, 'F')) cuptiFinalize();
   const char* path = getenv("PROBE_LOG");
   if (path == NULL) return;
   FILE* f = fopen(path, "a");
@@ -71,6 +85,7 @@ int InitializeInjection(void) {
   if (strchr(steps, 's')) {
     CUpti_SubscriberHandle sub;
     cuptiSubscribe(&sub, on_cb, NULL);
+    subscriber = sub;
     if (strchr(steps, 'r')) cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
     if (strchr(steps, 'd')) cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);
     if (strchr(steps, 'D')) {

@@ -46,6 +46,7 @@ for spec in "${apps[@]}"; do
     t[inject]+="$(ms env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" "$exe" "$@") "
     env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" OVERLAP_TRACE_STATS=1 "$exe" "$@" 2>&1 >/dev/null |
       grep 'tracer costs' >>"$OUT/stats-$name.txt"
+    t[inject-nvtx]+="$(ms env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" NVTX_INJECTION64_PATH="$cupti_lib/libcupti.so" "$exe" "$@") "
     t[inject-nocallers]+="$(ms env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" OVERLAP_TRACE_CALLERS=0 "$exe" "$@") "
     t[audit]+="$(ms "$overlap" audit --json -o "$td/a.json" --raw "$td/r.jsonl" -- "$exe" "$@") "
     t[audit-from]+="$(ms "$overlap" audit --json -o "$td/b.json" --from "$td/raw.jsonl") "
@@ -53,7 +54,7 @@ for spec in "${apps[@]}"; do
     "$overlap" audit --timings --json -o "$td/c.json" --from "$td/raw.jsonl" 2>&1 >/dev/null | grep timings >>"$OUT/timings-$name.txt"
   done
   plain_med=$(printf '%s\n' ${t[plain]} | sort -n | sed -n "$(( (reps + 1) / 2 ))p")
-  for k in plain "${probes[@]/#/probe-}" probe-none inject inject-nocallers audit audit-from; do
+  for k in plain "${probes[@]/#/probe-}" probe-none inject inject-nvtx inject-nocallers audit audit-from; do
     [ "$k" = "probe-" ] && continue
     [ -n "${t[$k]:-}" ] || continue
     med=$(printf '%s\n' ${t[$k]} | sort -n | sed -n "$(( (reps + 1) / 2 ))p")
