@@ -65,7 +65,8 @@ bool TraceFollower::drain(int fd) {
   for (;;) {
     const ssize_t got = ::read(fd, block.data(), block.size());
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return true;  // at the end for now (an error ends the follow; the caller re-reads)
+    // At the end for now, or a read error: tried again after the next wait.
+    if (got <= 0) return true;
     try {
       reader_.feed(std::string_view(block.data(), static_cast<std::size_t>(got)));
     } catch (...) {

@@ -44,6 +44,7 @@ class TraceFollower {
   bool drain(int fd);
   /// Waits a poll interval or until the app ends; true once it has ended.
   bool wait();
+  /// Tells the thread the app has ended and joins it.
   void end();
 
   std::filesystem::path file_;
@@ -54,7 +55,7 @@ class TraceFollower {
   bool footer_read_ = false;  // guarded by mutex_
   bool failed_ = false;       // written by the thread, read after join
   bool opened_ = false;       // likewise
-  std::thread thread_;
+  std::thread thread_;        // last: started once every member it uses exists
 };
 
 }  // namespace overlap::cli
