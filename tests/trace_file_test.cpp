@@ -130,6 +130,17 @@ TEST(TraceFile, AReaderFedInPiecesOfAnySizeReadsWhatTheWholeFileGives) {
   EXPECT_THROW(reader.feed("{}\n"), invalid_input);
 }
 
+TEST(TraceFile, AFractionNoIntegerCanHoldIsOutOfRange) {
+  // Found by the trace_reader fuzz target: the cast was undefined behaviour.
+  const std::string call = R"({"t":"call","corr":1,"api":"x","start":)";
+  EXPECT_EQ(read_error(header + call + R"(1e30,"end":2})" + "\n"),
+            "t.jsonl:2: start: is out of range (1e+30)");
+  EXPECT_EQ(read_error(header + call + R"(-1.5e19,"end":2})" + "\n"),
+            "t.jsonl:2: start: is out of range (-1.5e+19)");
+  // One it can hold is truncated, as JSON readers do.
+  EXPECT_EQ(read(header + call + R"(7.9,"end":8})" + "\n").calls.at(0).start, 7U);
+}
+
 TEST(TraceFile, ALineOverTheLimitIsRefusedAndOneAtItIsRead) {
   const std::size_t limit = limits::max_trace_line_bytes;
   const std::string prefix = R"({"t":"note","text":")";

@@ -329,7 +329,13 @@ class Record {
     } else {
       converted = convert<T>(*v);
     }
-    if (!converted) fail(field, fmt::format("has the wrong type ({})", v->type_name()));
+    if (!converted) {
+      if constexpr (std::is_integral_v<T>) {
+        if (v->kind == Value::Kind::float_number)
+          fail(field, fmt::format("is out of range ({})", v->float_number));
+      }
+      fail(field, fmt::format("has the wrong type ({})", v->type_name()));
+    }
     return std::move(*converted);
   }
 
@@ -361,7 +367,16 @@ class Record {
       switch (v.kind) {
         case Value::Kind::unsigned_number: return static_cast<T>(v.unsigned_number);
         case Value::Kind::signed_number: return static_cast<T>(v.signed_number);
-        case Value::Kind::float_number: return static_cast<T>(v.float_number);
+        case Value::Kind::float_number:
+          // A fraction converts to an integer as JSON readers do (truncated),
+          // but only one the integer can hold: beyond, the cast is undefined.
+          if constexpr (std::is_integral_v<T>) {
+            const double x = v.float_number;
+            if (!(x > static_cast<double>(std::numeric_limits<T>::min()) - 1.0 &&
+                  x < static_cast<double>(std::numeric_limits<T>::max()) + 1.0))
+              break;
+          }
+          return static_cast<T>(v.float_number);
         case Value::Kind::boolean:
           // nlohmann::json converts a boolean to a number, except to its own number types.
           if constexpr (!std::is_same_v<T, std::uint64_t> && !std::is_same_v<T, std::int64_t> &&
