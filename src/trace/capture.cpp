@@ -24,6 +24,7 @@
 #include "capture_threads.hpp"
 #include "capture_timeline.hpp"
 #include "overlap/core/error.hpp"
+#include "overlap/core/limits.hpp"
 
 namespace overlap::trace {
 
@@ -81,8 +82,10 @@ class Converter {
 
   Capture run() {
     out_.program.name = std::filesystem::path(trace_.exe).filename().string();
-    // Most calls become an op, and so does each node of a graph launched.
-    out_.program.reserve(trace_.streams.size() + 1, trace_.calls.size() + trace_.work.size());
+    // Most calls become an op, and so does each node of a graph launched
+    // (no more than a program may hold: a trace can have more records).
+    out_.program.reserve(trace_.streams.size() + 1,
+                         std::min<std::size_t>(trace_.calls.size() + trace_.work.size(), limits::max_ops));
     extents_.emplace(trace_, order_);
     for (const std::size_t i : order_) convert(i);
     close_polling();
