@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "overlap/check/findings.hpp"
@@ -11,6 +12,14 @@
 #include "overlap/trace/capture.hpp"
 
 namespace overlap::trace::detail {
+
+/// A query about a kernel (occupancy, attributes) that the runtime answers
+/// from the kernel's loaded module: with lazy loading (the default since
+/// CUDA 12.2) the first one about a kernel loads its module. It issues no work.
+[[nodiscard]] bool is_kernel_query(const std::string& api);
+/// A call that loads modules, or may (kernel queries: see is_kernel_query):
+/// module and library loads, kernel handles, cudaGetFuncBySymbol.
+[[nodiscard]] bool is_module_loading(const std::string& api);
 
 /// Findings list at most this many ops; the message gives the count.
 inline constexpr std::size_t max_listed_ops = 20;

@@ -50,10 +50,7 @@ bool issues_nothing(const Op& op, const OpOrigin& from) {
   // Kernel queries (occupancy, attributes) return in microseconds unless
   // they load the kernel's module (lazy loading): one long enough to hold
   // the device idle is loading.
-  const bool loading = api.starts_with("cuLibrary") || api.starts_with("cuModule") ||
-                       api.starts_with("cuKernel") || api.starts_with("cudaGetFuncBySymbol") ||
-                       api.starts_with("cudaOccupancy") || api.starts_with("cuOccupancy") ||
-                       api.starts_with("cudaFuncGet") || api.starts_with("cuFuncGet");
+  const bool loading = is_module_loading(api);
   // Building, instantiating, uploading, updating and destroying a graph, and
   // the stream capture that records one, are how graph work is issued (the
   // verdict counts them as issuing): set-up, not calls kept apart from the work.

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "audit_detail.hpp"
 #include "overlap/core/error.hpp"
 
 namespace overlap::trace {
@@ -229,14 +230,6 @@ bool repetition(const Capture& run, Phases& phases) {
   return true;
 }
 
-// A query about a kernel (occupancy, attributes) that the runtime answers
-// from the kernel's loaded module: with lazy loading (the default since CUDA
-// 12.2) the first one about a kernel loads its module. It issues no work.
-bool is_kernel_query(const std::string& api) {
-  return api.starts_with("cudaOccupancy") || api.starts_with("cuOccupancy") ||
-         api.starts_with("cudaFuncGet") || api.starts_with("cuFuncGet");
-}
-
 // A kernel query or a launch normally returns in microseconds; a first use
 // that takes longer than this loaded the kernel's module.
 constexpr double loading_call_ms = 1.0;
@@ -254,7 +247,7 @@ std::vector<bool> loading_calls(const Capture& run) {
     if (!from.call || from.synthesized) continue;
     if (ops[i].kind == op_kind::kernel) {
       loading[i] = launched.insert(ops[i].label).second && from.call_end - from.call_start > loading_call_ms;
-    } else if (is_kernel_query(from.api)) {
+    } else if (detail::is_kernel_query(from.api)) {
       loading[i] = from.call_end - from.call_start > loading_call_ms;
     } else {
       loading[i] = from.api.starts_with("cuLibraryLoad") || from.api.starts_with("cuModuleLoad");
@@ -332,7 +325,7 @@ void from_device_work(const Capture& run, Phases& phases) {
     }
     // The results: the device-to-host copies that end the run, issued once
     // the kernels were done.
-    op_id results = static_cast<op_id>(ops.size());
+    auto results = static_cast<op_id>(ops.size());
     for (op_id i = results; i-- > start;) {
       if (work_end[i] < 0.0) continue;
       const bool result = ops[i].kind == op_kind::copy && ops[i].direction == copy_direction::d2h &&
@@ -394,12 +387,6 @@ void from_device_work(const Capture& run, Phases& phases) {
   phases.text += trimmed;
 }
 
-// Kernel queries included: their time in startup is the modules they load.
-bool is_module_loading(const std::string& api) {
-  return api.starts_with("cuLibrary") || api.starts_with("cuModule") || api.starts_with("cuKernel") ||
-         api.starts_with("cudaGetFuncBySymbol") || is_kernel_query(api);
-}
-
 StartupBreakdown breakdown(const Capture& run, double until) {
   StartupBreakdown b;
   b.context = std::clamp(run.first_call_end, 0.0, until);
@@ -410,7 +397,8 @@ StartupBreakdown breakdown(const Capture& run, double until) {
     // The first call's time is the context's.
     const double time = std::min(from.call_end, until) - std::max(from.call_start, b.context);
     if (time <= 0.0) continue;
-    if (ops[i].kind == op_kind::kernel || is_module_loading(from.api)) {
+    // Kernel queries included: their time in startup is the modules they load.
+    if (ops[i].kind == op_kind::kernel || detail::is_module_loading(from.api)) {
       b.modules += time;
     } else if (from.allocation || from.api.find("HostRegister") != std::string::npos ||
                from.api.find("HostUnregister") != std::string::npos) {
@@ -466,5 +454,19 @@ Phases find_phases(const Capture& run, const PhaseOptions& options) {
   phases.startup = breakdown(run, phases.steady_start);
   return phases;
 }
+
+namespace detail {
+
+bool is_kernel_query(const std::string& api) {
+  return api.starts_with("cudaOccupancy") || api.starts_with("cuOccupancy") ||
+         api.starts_with("cudaFuncGet") || api.starts_with("cuFuncGet");
+}
+
+bool is_module_loading(const std::string& api) {
+  return api.starts_with("cuLibrary") || api.starts_with("cuModule") || api.starts_with("cuKernel") ||
+         api.starts_with("cudaGetFuncBySymbol") || is_kernel_query(api);
+}
+
+}  // namespace detail
 
 }  // namespace overlap::trace
