@@ -32,6 +32,11 @@ namespace {
 
 constexpr double ms_per_ns = 1e-6;
 
+/// A device copy with an end in pageable host memory (its activity record says which).
+bool touches_pageable(const DeviceWork& w) {
+  return w.kind == work_kind::memcpy && (w.src_kind == "pageable" || w.dst_kind == "pageable");
+}
+
 std::uint64_t trace_start(const RawTrace& trace) {
   std::uint64_t t0 = UINT64_MAX;
   for (const Call& c : trace.calls) t0 = std::min(t0, c.start);
@@ -480,10 +485,8 @@ class Converter {
     const detail::GraphLaunch& g = *graphs_->launch(index);
     // A memcpy node on pageable memory makes the launch hold the host until
     // the driver has staged that copy, as a pageable cudaMemcpyAsync does.
-    const bool pageable = std::any_of(g.work.begin(), g.work.end(), [&](std::size_t w) {
-      const DeviceWork& d = trace_.work[w];
-      return d.kind == work_kind::memcpy && (d.src_kind == "pageable" || d.dst_kind == "pageable");
-    });
+    const bool pageable = std::any_of(g.work.begin(), g.work.end(),
+                                      [&](std::size_t w) { return touches_pageable(trace_.work[w]); });
     // The launch's time before its work began is host time (uploading the
     // graph), as measured. The time after is too, except with a pageable
     // node: there the model's blocking at that copy (graph_op()) is the wait,
@@ -563,9 +566,7 @@ class Converter {
         // rate, so what pinning saves is the hold and, for large copies, the
         // staging; an 8-byte result gains next to nothing, as on the device.
         const bool host_side = op.direction != copy_direction::d2d;
-        op.memory = host_side && (w.src_kind == "pageable" || w.dst_kind == "pageable")
-                        ? host_memory::pageable
-                        : host_memory::pinned;
+        op.memory = host_side && touches_pageable(w) ? host_memory::pageable : host_memory::pinned;
         if (!options_.copies_from_model) op.duration = measured;
         op.label = fmt::format("graph {}: {}", graph, to_upper(w.copy_kind.empty() ? "copy" : w.copy_kind));
         break;
