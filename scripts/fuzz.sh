@@ -4,14 +4,14 @@
 # build/fuzz/work. Fails on any crash, leak, sanitizer report, input taking
 # over 2 s, or more than 2 GiB of memory, and then says where the input that
 # did it is, to be moved into fuzz/regressions/<target>/ (fuzz/README.md).
-#   scripts/fuzz.sh [SECONDS] [TARGET...]      targets: all five by default
+#   scripts/fuzz.sh [SECONDS] [TARGET...]      targets: all six by default
 #   FUZZ_JOBS=N                                 targets run at once (default: nproc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${1:-60}
 shift $(($# > 0 ? 1 : 0))
-all_targets=(spec_parser device_model spec_pipeline timeline_json trace_reader)
+all_targets=(spec_parser device_model spec_pipeline timeline_json trace_reader pytorch_trace)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 jobs=${FUZZ_JOBS:-$(nproc)}
@@ -37,6 +37,7 @@ seeds() {
     device_model) echo "$work"/made/device_model/*.json bench/results/*-model.json ;;
     timeline_json) echo "$work"/made/timeline_json/*.json ;;
     trace_reader) find tests/fixtures/traces -maxdepth 1 -name '*.jsonl' -size -16k ;;
+    pytorch_trace) echo fuzz/regressions/pytorch_trace/seed-*.json ;;
   esac
 }
 regressions() {

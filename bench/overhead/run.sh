@@ -14,12 +14,8 @@ export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LI
 log=$OUT/overhead.txt
 B=${OVERLAP_BUILD:-build/h100}
 s=$SECONDS
-if [ ! -x $B/tools/overlap/overlap ]; then
-  cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DOVERLAP_WERROR=OFF \
-    -DOVERLAP_PYTHON=OFF -DCMAKE_PREFIX_PATH="$deps" >"$OUT/build.log" 2>&1
-  cmake --build $B -j "$(nproc)" --target overlap overlap_inject >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-fi
-echo "build $((SECONDS - s)) s" >>"$log"
+built=$(scripts/device-build-audit-tools.sh "$B" "$OUT/build.log") || exit 1
+echo "build $built s" >>"$log"
 names=$(for a in "${apps[@]}"; do set -- $a; echo -n "$1,"; done)
 bench/corpus/build.sh corpus-src build/corpus-bin -j "$(nproc)" --only "${names%,}" >"$OUT/corpus-build.log" 2>&1
 echo "corpus build $((SECONDS - s)) s" >>"$log"

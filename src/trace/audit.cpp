@@ -135,6 +135,8 @@ AuditReport audit(const Capture& run, const DeviceModel& uncalibrated, const Aud
   report.ops = run.program.ops().size();
   report.streams = run.program.streams().size();
   report.notes.insert(report.notes.end(), run.notes.begin(), run.notes.end());
+  report.trace_format = run.format;
+  report.stream_activity = run.stream_activity;
 
   // What matters is the steady state: startup (context creation, module
   // loading, set-up allocations) and teardown are one line of the report.

@@ -99,6 +99,33 @@ std::string format_text(const AuditReport& r, check::severity fail_on) {
   return out;
 }
 
+namespace {
+
+// Per stream, idle time by cause and queue length; the whole run's
+// communication overlap (null without communication kernels).
+ordered_json stream_activity_json(const StreamActivity& a) {
+  ordered_json idle = ordered_json::array();
+  for (const StreamIdleTime& s : a.idle)
+    idle.push_back({{"stream", s.stream},
+                    {"host_wait_ms", s.host_wait_ms},
+                    {"kernel_wait_ms", s.kernel_wait_ms},
+                    {"other_ms", s.other_ms},
+                    {"host_wait_gaps", s.host_wait_gaps},
+                    {"kernel_wait_gaps", s.kernel_wait_gaps},
+                    {"other_gaps", s.other_gaps}});
+  ordered_json queues = ordered_json::array();
+  for (const StreamQueueLength& q : a.queues)
+    queues.push_back({{"stream", q.stream}, {"changes", q.changes}, {"mean", q.mean}, {"max", q.max}});
+  ordered_json overlap = nullptr;
+  if (a.communication_overlap) overlap = *a.communication_overlap;
+  return {{"kernel_gap_ms", a.kernel_gap_ms},
+          {"idle", idle},
+          {"queue_length", queues},
+          {"communication_overlap", overlap}};
+}
+
+}  // namespace
+
 std::string format_json(const AuditReport& r, check::severity fail_on) {
   ordered_json findings = ordered_json::array();
   for (const AuditFinding& f : r.findings) findings.push_back(finding_json(f));
@@ -107,6 +134,7 @@ std::string format_json(const AuditReport& r, check::severity fail_on) {
     engines.push_back(
         {{"engine", to_string(e.unit)}, {"busy_ms", e.busy}, {"busy_fraction", e.busy_fraction}});
   const ordered_json j = {
+      {"trace_format", r.trace_format},
       {"command", r.command},
       {"exit_code", r.exit_code},
       {"device_model", r.device_model},
@@ -133,6 +161,7 @@ std::string format_json(const AuditReport& r, check::severity fail_on) {
         {"speedup", r.metrics.speedup},
         {"engines", engines},
         {"multi_engine_busy_fraction", r.metrics.multi_engine_busy_fraction}}},
+      {"stream_activity", stream_activity_json(r.stream_activity)},
       {"summary",
        {{"errors", r.count(check::severity::error)},
         {"warnings", r.count(check::severity::warning)},

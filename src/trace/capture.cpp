@@ -350,6 +350,10 @@ class Converter {
       case call_class::wait:
         charge_call_excess(c);
         flush_host_work(ms(c.start));
+        if (trace_.gaps.event_records && !record_stream_.contains(c.event)) {
+          convert_unlinked_wait(index);
+          break;
+        }
         out_.program.wait(stream_of(c.stream), event_of(c.event));
         from_call(index);
         break;
@@ -363,6 +367,11 @@ class Converter {
         break;
       }
       case call_class::event_sync: {
+        // Waiting for a record the trace does not show: host time, as measured.
+        if (trace_.gaps.event_records && !record_stream_.contains(c.event)) {
+          convert_other(index);
+          break;
+        }
         flush_host_work(ms(c.start));
         out_.program.synchronize_event(event_of(c.event));
         from_call(index);
@@ -427,17 +436,22 @@ class Converter {
       }
     }
     if (!c.async) note_wakeup(c, work_end(c));
-    op.accesses.push_back(allocations_.access(c.src, c.bytes, access_mode::read));
-    op.accesses.push_back(allocations_.access(c.dst, c.bytes, access_mode::write));
+    // A trace without pointers (RawTrace::gaps) gives the copy no accesses:
+    // what it touches is unknown, not "address 0".
+    const bool addressed = !trace_.gaps.pointers;
+    if (addressed) {
+      op.accesses.push_back(allocations_.access(c.src, c.bytes, access_mode::read));
+      op.accesses.push_back(allocations_.access(c.dst, c.bytes, access_mode::write));
+    }
     const bool to_host = *direction == copy_direction::d2h;
-    const Access written = op.accesses.back();
+    const std::optional<Access> written = addressed ? std::optional(op.accesses.back()) : std::nullopt;
     const stream_id stream = *op.stream;
     out_.program.append(std::move(op));
     from_call(index);
     after_op(after);
-    if (to_host && c.async)
+    if (to_host && c.async && written)
       pending_results_[stream].push_back(
-          Access{written.buffer, written.offset, written.size, access_mode::read});
+          Access{written->buffer, written->offset, written->size, access_mode::read});
   }
 
   void convert_memset(std::size_t index) {
@@ -448,7 +462,7 @@ class Converter {
     op.kind = op_kind::memset;
     op.bytes = c.bytes;
     op.stream = c.async ? stream_of(c.stream) : default_stream_of(c.stream);
-    op.accesses.push_back(allocations_.access(c.dst, c.bytes, access_mode::write));
+    if (!trace_.gaps.pointers) op.accesses.push_back(allocations_.access(c.dst, c.bytes, access_mode::write));
     out_.program.append(std::move(op));
     from_call(index);
   }
@@ -532,6 +546,29 @@ class Converter {
       for (auto o = out_.origin.rbegin(); o != out_.origin.rend() && o->call == index; ++o)
         o->holds_host = true;
     }
+  }
+
+  // A stream's wait on an event whose record the trace does not show (a
+  // PyTorch profiler trace: RawTrace::gaps): taken as waiting for all the
+  // work other streams had run or been given so far, through an event the
+  // capture records on each. It may order more than the app did, never
+  // less, so nothing is reported as overlapping that could not.
+  void convert_unlinked_wait(std::size_t index) {
+    const Call& c = trace_.calls[index];
+    const stream_id waiting = stream_of(c.stream);
+    bool first = true;
+    for (const auto& [s, busy_until] : stream_busy_until_) {
+      if (s == waiting) continue;
+      const event_id e = graph_event(fmt::format("work of {} before a wait", out_.program.streams()[s].name));
+      out_.program.record(e, s);
+      from_call(index, /*claim_work=*/false);
+      out_.origin.back().synthesized = true;
+      out_.program.wait(waiting, e);
+      from_call(index, /*claim_work=*/false);
+      out_.origin.back().synthesized = !first;
+      first = false;
+    }
+    if (first) convert_other(index);  // no other stream has work: nothing to wait for
   }
 
   // An event the capture adds to order a graph's streams; one per name,
@@ -714,6 +751,33 @@ class Converter {
     if (out_.unmatched_work > 0)
       out_.notes.push_back(fmt::format("{} device activities matched no traced call", out_.unmatched_work));
     for (const std::string& e : trace_.errors) out_.notes.push_back("tracer: " + e);
+    add_gap_notes();
+  }
+
+  // What a trace of another tool's format cannot show (RawTrace::gaps), so
+  // that no reader takes an unchecked rule for a clean one.
+  void add_gap_notes() {
+    const TraceGaps& g = trace_.gaps;
+    const std::string what = trace_.format == "pytorch-profiler" ? "a PyTorch profiler trace" : "this trace";
+    if (g.pointers)
+      out_.notes.push_back(fmt::format(
+          "{} records no pointer arguments: races and what the host reads after a sync are not checked "
+          "(run the app under 'overlap audit -- python3 ...' for them)",
+          what));
+    if (g.event_records)
+      out_.notes.push_back(fmt::format(
+          "{} does not say which record an event wait waited for (cudaEventRecord names no event or "
+          "stream in it): each stream wait is taken as waiting for all earlier work of the other streams, "
+          "and event records are host time",
+          what));
+    if (g.stream_kinds)
+      out_.notes.push_back(fmt::format(
+          "{} does not record stream kinds: every stream is taken as an ordinary one, so the legacy default "
+          "stream's barrier is neither modelled nor reported",
+          what));
+    if (g.call_status)
+      out_.notes.push_back(
+          fmt::format("{} records no return codes: not-ready queries count as calls, not as waits", what));
   }
 
   /// Not-ready polls in a row, becoming one op.
@@ -814,6 +878,8 @@ Capture capture(const RawTrace& trace, const CaptureOptions& options) {
     throw invalid_input("no CUDA activity: the traced process made no CUDA call that reached the tracer");
   Capture run = Converter(trace, options).run();
   run.env = trace.env;
+  run.format = trace.format;
+  run.stream_activity = stream_activity(trace);
   return run;
 }
 

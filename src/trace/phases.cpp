@@ -39,6 +39,7 @@ double device_work_in(const Timeline& t, double from, double to) {
 struct RangeGroup {
   Window extent{std::numeric_limits<double>::max(), 0.0};
   std::size_t count = 0;
+  std::vector<Window> instances;  // in the order they ended
 };
 
 std::map<std::string, RangeGroup> group_ranges(const std::vector<CapturedRange>& ranges) {
@@ -48,6 +49,7 @@ std::map<std::string, RangeGroup> group_ranges(const std::vector<CapturedRange>&
     g.extent.start = std::min(g.extent.start, r.start);
     g.extent.end = std::max(g.extent.end, r.end);
     ++g.count;
+    g.instances.push_back({r.start, r.end});
   }
   return groups;
 }
@@ -409,10 +411,33 @@ StartupBreakdown breakdown(const Capture& run, double until) {
   return b;
 }
 
+// A chosen range's first instance at least twice as long as the typical
+// one (of three or more) is warm-up, as for repeating calls: a training
+// step that creates the cuBLAS handle and fills the caching allocator.
+// Moves the steady state's start to the second instance and returns the
+// text's note; empty (nothing moved) otherwise. Not for --range, which is
+// taken as given.
+std::string range_warm_up(const RangeGroup& g, Phases& phases) {
+  if (g.instances.size() < 3) return {};
+  std::vector<Window> by_start = g.instances;
+  std::sort(by_start.begin(), by_start.end(),
+            [](const Window& a, const Window& b) { return a.start < b.start; });
+  std::vector<double> lengths;
+  for (std::size_t i = 1; i < by_start.size(); ++i) lengths.push_back(by_start[i].end - by_start[i].start);
+  const double typical = median_of(lengths);
+  const double first_length = by_start[0].end - by_start[0].start;
+  if (!(typical > 0.0 && first_length > 2.0 * typical)) return {};
+  phases.steady_start = by_start[1].start;
+  --phases.repetitions;
+  return fmt::format("; the first ({:.3g} ms, against {:.3g} ms typically) is warm-up, counted as startup",
+                     first_length, typical);
+}
+
 }  // namespace
 
 Phases find_phases(const Capture& run, const PhaseOptions& options) {
   Phases phases;
+  std::string warm_up;
   phases.end = run.timeline.total();
   if (!options.range.empty()) {
     const auto groups = group_ranges(run.ranges);
@@ -442,12 +467,14 @@ Phases find_phases(const Capture& run, const PhaseOptions& options) {
     phases.source = "range";
     phases.range = chosen->first;
     phases.repetitions = chosen->second.count;
+    warm_up = range_warm_up(chosen->second, phases);
   } else if (!repetition(run, phases)) {
     from_device_work(run, phases);
   }
   if (phases.source == "range")
-    phases.text = fmt::format("the NVTX range '{}', {} instance{}{}", phases.range, phases.repetitions,
-                              phases.repetitions == 1 ? "" : "s", options.range.empty() ? "" : " (--range)");
+    phases.text =
+        fmt::format("the NVTX range '{}', {} instance{}{}{}", phases.range, phases.repetitions,
+                    phases.repetitions == 1 ? "" : "s", options.range.empty() ? "" : " (--range)", warm_up);
   phases.steady_start = std::clamp(phases.steady_start, 0.0, std::max(0.0, phases.end));
   phases.steady_end =
       std::clamp(phases.steady_end, phases.steady_start, std::max(phases.steady_start, phases.end));

@@ -639,7 +639,26 @@ RawTrace read_trace(std::istream& in, std::string_view source) {
 RawTrace load_trace(const std::filesystem::path& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw invalid_input(fmt::format("cannot read trace file '{}'", path.string()));
-  return read_trace(file, path.filename().string());
+  // The first 64 KiB tell a Chrome trace from JSON Lines (Kineto writes its
+  // devices before traceEvents).
+  std::string head(std::size_t{64} << 10, '\0');
+  head.resize(
+      static_cast<std::size_t>(file.rdbuf()->sgetn(head.data(), static_cast<std::streamsize>(head.size()))));
+  if (looks_like_chrome_trace(head)) {
+    file.close();
+    const std::string text = limits::read_file(path.string(), limits::max_chrome_trace_bytes, "Chrome trace",
+                                               "profile fewer steps with torch.profiler's schedule");
+    return read_pytorch_trace(text, path.filename().string());
+  }
+  TraceReader reader{path.filename().string()};
+  if (!head.empty()) reader.feed(head);
+  std::string block(std::size_t{1} << 20, '\0');
+  for (;;) {
+    const std::streamsize got = file.rdbuf()->sgetn(block.data(), static_cast<std::streamsize>(block.size()));
+    if (got <= 0) break;
+    reader.feed(std::string_view(block.data(), static_cast<std::size_t>(got)));
+  }
+  return std::move(reader).finish();
 }
 
 }  // namespace overlap::trace

@@ -67,6 +67,12 @@ inline constexpr std::uint64_t max_trace_line_bytes = std::uint64_t{1} << 20;
 /// Records in one trace file: a few million calls, several times max_ops.
 inline constexpr std::uint64_t max_trace_records = 4 * max_ops;
 
+/// A Chrome-trace JSON file (PyTorch's profiler), parsed whole: nlohmann-json
+/// takes about ten times a file's size, so 512 MiB (about two million events,
+/// a long profile) parses in a few gigabytes. Profile fewer steps
+/// (torch.profiler's schedule) for a larger run.
+inline constexpr std::uint64_t max_chrome_trace_bytes = std::uint64_t{512} << 20;
+
 // Nesting of lists and maps needs no limit of ours: yaml-cpp refuses input
 // nested past its depth guard (about 450 levels of flow lists) and
 // nlohmann-json parses and frees without recursion, so no nesting can

@@ -128,21 +128,23 @@ struct HostThreadUse {
 
 /// The audit of one traced run.
 struct AuditReport {
-  std::vector<std::string> command;    ///< the app and its arguments (set by the caller)
-  int exit_code = 0;                   ///< the app's exit code (set by the caller)
-  std::string device_model;            ///< the model predictions were made on
-  std::string gpu;                     ///< the GPU the trace ran on
-  bool complete = false;               ///< the trace ended with its footer
-  std::uint64_t dropped = 0;           ///< records the tracer lost, as the footer counts them
-  std::size_t calls = 0;               ///< API calls in the trace
-  std::size_t ops = 0;                 ///< ops of the captured Program
-  std::size_t streams = 0;             ///< streams of the captured Program
-  std::vector<AuditFinding> findings;  ///< most severe first, then in issue order
-  Verdict verdict;                     ///< what bounds the run's steady state
-  Phases phases;                       ///< startup, steady state and teardown
-  std::vector<HostThreadUse> threads;  ///< per host thread, in the steady state
-  Metrics metrics;                     ///< of the measured Timeline's steady state
-  std::vector<std::string> notes;      ///< what the capture could not do
+  std::vector<std::string> command;      ///< the app and its arguments (set by the caller)
+  int exit_code = 0;                     ///< the app's exit code (set by the caller)
+  std::string device_model;              ///< the model predictions were made on
+  std::string gpu;                       ///< the GPU the trace ran on
+  bool complete = false;                 ///< the trace ended with its footer
+  std::uint64_t dropped = 0;             ///< records the tracer lost, as the footer counts them
+  std::size_t calls = 0;                 ///< API calls in the trace
+  std::size_t ops = 0;                   ///< ops of the captured Program
+  std::size_t streams = 0;               ///< streams of the captured Program
+  std::vector<AuditFinding> findings;    ///< most severe first, then in issue order
+  Verdict verdict;                       ///< what bounds the run's steady state
+  Phases phases;                         ///< startup, steady state and teardown
+  std::vector<HostThreadUse> threads;    ///< per host thread, in the steady state
+  Metrics metrics;                       ///< of the measured Timeline's steady state
+  std::vector<std::string> notes;        ///< what the capture could not do
+  std::string trace_format = "overlap";  ///< the trace file's format (RawTrace::format)
+  StreamActivity stream_activity;        ///< per stream, over the whole run (stream_activity.hpp)
 
   /// Findings of exactly severity `level`.
   [[nodiscard]] std::size_t count(check::severity level) const noexcept;

@@ -30,6 +30,7 @@
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/program.hpp"
 #include "overlap/core/timeline.hpp"
+#include "overlap/trace/stream_activity.hpp"
 #include "overlap/trace/trace_file.hpp"
 
 namespace overlap::trace {
@@ -129,6 +130,9 @@ struct Capture {
   /// When the first CUDA call returned, ms from the trace start: the driver
   /// loads the tracer and creates the context inside it.
   double first_call_end = 0.0;
+  /// Per stream, idle time by cause and queue length, over the whole trace.
+  StreamActivity stream_activity;
+  std::string format = "overlap";  ///< the trace file's format (RawTrace::format)
 };
 
 /// `model` with what `run` measured put in: the host's wake-up latency after

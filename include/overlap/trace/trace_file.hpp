@@ -147,6 +147,27 @@ struct TraceEnvironment {
 [[nodiscard]] DeviceModel with_environment(DeviceModel model, const TraceEnvironment& env,
                                            std::vector<std::string>* applied = nullptr);
 
+/// What a trace file of another tool's format does not record, which
+/// overlap's own traces do; each makes the audit say what it cannot check
+/// instead of guessing. All false for libovl_inject's traces.
+struct TraceGaps {
+  /// No pointer arguments (copy ends, kernel parameters, allocations): races
+  /// and what the host reads after a sync cannot be checked.
+  bool pointers = false;
+  /// Event records name neither their event nor their stream: a stream's
+  /// wait on an event is not tied to the work it waits for.
+  bool event_records = false;
+  /// Streams' kinds are not recorded: which one is the legacy default
+  /// stream, and which are non-blocking, is unknown.
+  bool stream_kinds = false;
+  /// Calls' return codes are not recorded: a not-ready query is not told
+  /// from a ready one.
+  bool call_status = false;
+
+  /// Any of them.
+  [[nodiscard]] bool any() const noexcept { return pointers || event_records || stream_kinds || call_status; }
+};
+
 /// A parsed trace file.
 struct RawTrace {
   int version = 0;                                 ///< the header's format version: 1 or 2
@@ -164,6 +185,10 @@ struct RawTrace {
   std::string end_reason;                          ///< "exit", "signal 15", or empty
   std::uint64_t dropped = 0;                       ///< records lost, as the footer counts them
   std::size_t unknown_records = 0;                 ///< lines of a type this reader does not know
+  /// The file's format, for reports: "overlap" (libovl_inject's JSON Lines)
+  /// or "pytorch-profiler" (a Chrome trace written by torch.profiler).
+  std::string format = "overlap";
+  TraceGaps gaps;  ///< what the file's format does not record
 };
 
 /// Reads a trace as it is written: the bytes in pieces of any size (from a
@@ -212,8 +237,25 @@ class TraceReader {
 /// record is not a header (or with a second header), and a version other
 /// than 1 or 2 throw overlap::invalid_input with one line naming the problem.
 [[nodiscard]] RawTrace read_trace(std::istream& in, std::string_view source);
-/// Reads the file at `path`.
+/// Reads the file at `path`: a trace written by libovl_inject, or a Chrome
+/// trace that PyTorch's profiler exported (read_pytorch_trace), told apart
+/// by their first bytes.
 [[nodiscard]] RawTrace load_trace(const std::filesystem::path& path);
+
+/// `head`, a file's first bytes, start a Chrome trace (a JSON object with
+/// `traceEvents`, or a JSON array of events) rather than JSON Lines.
+[[nodiscard]] bool looks_like_chrome_trace(std::string_view head) noexcept;
+
+/// Reads the Chrome-trace JSON that torch.profiler exports (Kineto's format:
+/// `traceEvents` of categories cuda_runtime, cuda_driver, kernel,
+/// gpu_memcpy, gpu_memset, cuda_sync, user_annotation) into a RawTrace:
+/// runtime and driver calls with their host times, device work linked to
+/// its call by correlation id, streams, NVTX-like ranges from
+/// record_function (ProfilerStep#N as one repeated range "ProfilerStep"),
+/// devices from deviceProperties. What the format lacks is in
+/// RawTrace::gaps. Throws overlap::invalid_input naming the event and field
+/// (`trace.json: traceEvents[12].ts: ...`) for malformed input.
+[[nodiscard]] RawTrace read_pytorch_trace(std::string_view text, std::string_view source);
 
 /// Name of a call class as the file writes it ("stream_sync").
 [[nodiscard]] std::string_view to_string(call_class cls) noexcept;
