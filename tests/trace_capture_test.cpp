@@ -409,6 +409,12 @@ TEST(TraceCapture, ShortKernelNames) {
   EXPECT_EQ(trace::short_kernel_name("plain_c_kernel"), "plain_c_kernel");
   EXPECT_EQ(trace::short_kernel_name("void at::native::elementwise_kernel<128, 4>(int, float)"),
             "at::native::elementwise_kernel<128, 4>");
+  // Anonymous namespaces and lambdas are part of the name (PyTorch's kernels, tests/apps).
+  EXPECT_EQ(trace::short_kernel_name("_ZN12_GLOBAL__N_111side_kernelEPKjPjm"),
+            "(anonymous namespace)::side_kernel");
+  EXPECT_EQ(trace::short_kernel_name("void at::native::(anonymous namespace)::distribution_kernel<float, "
+                                     "at::native::{lambda(float)#1}>(at::TensorIteratorBase&, float)"),
+            "at::native::(anonymous namespace)::distribution_kernel<float, at::native::{lambda(float)#1}>");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <utility>
 
+#include "html_page.hpp"
 #include "overlap/io/exporters.hpp"
 
 namespace overlap::io {
@@ -34,6 +35,10 @@ std::vector<std::string> format_names() {
   names.reserve(std::size(format_table));
   for (const auto& entry : format_table) names.emplace_back(entry.first);
   return names;
+}
+
+std::string html_escape(std::string_view text) {
+  return detail::escape(text);
 }
 
 std::string format_number(double value) {

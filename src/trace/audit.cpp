@@ -183,6 +183,10 @@ AuditReport audit(const Capture& run, const DeviceModel& uncalibrated, const Aud
     gaps->level = by_consequence(run, *gaps, phases, min_saving);
     report.findings.push_back(std::move(*gaps));
   }
+  if (auto loads = detail::find_lazy_module_loads(run, options, phases)) {
+    loads->level = by_consequence(run, *loads, phases, min_saving);
+    report.findings.push_back(std::move(*loads));
+  }
 
   std::stable_sort(report.findings.begin(), report.findings.end(),
                    [](const AuditFinding& a, const AuditFinding& b) {

@@ -43,6 +43,14 @@ inline constexpr std::size_t max_listed_ops = 20;
                                                          const std::set<op_id>& named, const Phases& phases,
                                                          double min_saving);
 
+/// First kernel launches that waited for their module to load (lazy
+/// loading) while other work ran, so that the kernel started at least
+/// options.idle_gap_threshold later than its stream allowed; one finding,
+/// its measured cost and predicted saving the steady state's delays.
+/// Nothing when the run had CUDA_MODULE_LOADING=EAGER.
+[[nodiscard]] std::optional<AuditFinding> find_lazy_module_loads(const Capture& run, const AuditOptions& options,
+                                                                 const Phases& phases);
+
 /// The device's active window: from the first device work's start to the last one's end.
 struct ActiveWindow {
   double start = 0.0;

@@ -857,13 +857,20 @@ std::string short_kernel_name(const std::string& name) {
       abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), &std::free);
   if (status == 0 && demangled) text = demangled.get();
   // Cut the parameter list, then a return type before the name (templates).
+  // "(anonymous namespace)" is part of a name, and so are a lambda's
+  // parameters ("{lambda(float)#1}"), as in PyTorch's kernels.
+  static constexpr std::string_view anonymous = "(anonymous namespace)";
   int depth = 0;
   std::size_t cut = text.size();
   std::size_t name_start = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
+    if (std::string_view(text).substr(i).starts_with(anonymous)) {
+      i += anonymous.size() - 1;
+      continue;
+    }
     const char ch = text[i];
-    if (ch == '<') ++depth;
-    if (ch == '>') --depth;
+    if (ch == '<' || ch == '{') ++depth;
+    if (ch == '>' || ch == '}') --depth;
     if (depth == 0 && ch == '(') {
       cut = i;
       break;

@@ -318,6 +318,7 @@ const std::vector<Planted>& planted_apps() {
       {"device_sync", "device-synchronize", "warning", {"cudaDeviceSynchronize"}, {}},
       {"copy_serialization", "copy-engine-serialization", "info", {"cudaMemcpyAsync"}, {}},
       {"idle_gap", "idle-gap", "warning", {"cudaMallocHost", "cudaFreeHost"}, {}},
+      {"lazy_module_load", "lazy-module-load", "warning", {"cudaLaunchKernel"}, {}},
       // Kernels' accesses are inferred from their pointers: their races are possible, warnings.
       {"race_kernels", "race", "warning", {}, {{"kernel", "kernel1", ""}, {"kernel", "kernel2", ""}}},
       {"race_copy",

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "audit_compare.hpp"
 #include "cli.hpp"
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/error.hpp"
@@ -44,6 +45,10 @@ Rules:
   device-synchronize         cudaDeviceSynchronize where a stream sync would do
   copy-engine-serialization  (info) same-direction copies on several streams
   idle-gap                   the GPU idle while the host sits in a CUDA call
+  lazy-module-load           a kernel's first launch that waited for its module to load
+                             (lazy loading, the default) until the work in flight
+                             ended, so the kernel started late; fix:
+                             CUDA_MODULE_LOADING=EAGER or cudaFuncGetAttributes in set-up
   hardware-queue-sharing     more streams than CUDA_DEVICE_MAX_CONNECTIONS (recorded
                              from the run; 8 when unset) with ops held behind another
                              stream's at the head of a shared queue
@@ -80,6 +85,7 @@ Examples:
   overlap audit --device my-gpu.json -- ./my_app   # predictions on a probed model
   overlap audit --range train_step -- ./my_app     # the steady state: NVTX range 'train_step'
   overlap audit --min-saving 0.5 -- ./my_app       # warn from 0.5 ms of predicted saving
+  overlap audit --compare before.jsonl after.jsonl # what a fix changed (traces or --json reports)
 
 The app's standard output goes to standard error, so the report stays
 parseable. Exit codes: 0 nothing at or above --fail-on (default warning),
@@ -97,6 +103,7 @@ struct AuditCommandOptions {
   std::string output;
   std::string raw;
   std::string from;
+  std::vector<std::string> compare;
   bool timings = false;
 };
 
@@ -246,6 +253,14 @@ int run_audit(const AuditCommandOptions& o, Streams io) {
   }
   (void)DeviceModel::load(o.device);     // a bad model is an error before the app runs
   (void)parse_min_saving(o.min_saving);  // and so is a bad threshold
+  if (!o.compare.empty()) {
+    if (!o.command.empty() || !o.from.empty())
+      throw invalid_input("--compare: give two traces or reports, not an app or --from as well");
+    const std::string format = o.json ? "json" : o.format;
+    return run_audit_compare(
+        o.compare[0], o.compare[1], [&](const trace::Capture& run) { return analyse(run, o); }, format,
+        fail_on, o.output, io);
+  }
   if (!o.from.empty()) {
     if (!o.command.empty()) throw invalid_input("--from: give a trace file or an app, not both");
     StepTimes times;
@@ -318,6 +333,12 @@ Subcommand add_audit(CLI::App& parent, Streams io) {
   app->add_option("-o,--output", o->output, "Write the report to FILE instead of standard output");
   app->add_option("--raw", o->raw, "Also keep the raw trace (JSON Lines, docs/trace-format.md)");
   app->add_option("--from", o->from, "Audit a raw trace written earlier instead of running an app")
+      ->check(CLI::ExistingFile);
+  app->add_option("--compare", o->compare,
+                  "Compare two audits, BEFORE and AFTER a fix: raw traces (ours or PyTorch profiles) or "
+                  "saved --json reports; per engine busy and idle, findings resolved, new and kept, the "
+                  "steady state's time; exit 1 on a new finding at --fail-on or above")
+      ->expected(2)
       ->check(CLI::ExistingFile);
   app->add_flag("--timings", o->timings,
                 "Print on stderr how long each step took: the app's traced run, reading the rest of its "

@@ -121,6 +121,9 @@ struct HtmlComparisonOptions {
 /// 4 significant digits survive), no trailing zeros: 47.5, 80, 0.0123.
 [[nodiscard]] std::string format_number(double value);
 
+/// `text` safe inside HTML elements and attribute values (& < > " ').
+[[nodiscard]] std::string html_escape(std::string_view text);
+
 /// Dispatches on `what`.
 [[nodiscard]] std::string render(const Timeline& timeline, format what);
 

@@ -31,6 +31,9 @@ namespace overlap::trace {
 namespace rules {
 /// The whole device sat idle while the host was inside a CUDA call.
 inline constexpr std::string_view idle_gap = "idle-gap";
+/// A kernel's first launch waited for its module to load (lazy loading)
+/// while other work ran, and the kernel started late.
+inline constexpr std::string_view lazy_module_load = "lazy-module-load";
 }  // namespace rules
 
 /// What to report.
