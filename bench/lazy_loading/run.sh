@@ -6,9 +6,9 @@
 # cudaFuncGetAttributes in set-up); the median of when the side kernel was
 # done (ms from the busy kernel's launch, as the app prints it) with its runs,
 # then the audit's findings of each variant.
-#   bench/lazy_loading.sh [REPS] -> $OUT/lazy-loading.txt
+#   bench/lazy_loading/run.sh [REPS] -> $OUT/lazy-loading.txt
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}; mkdir -p "$OUT"; reps=${1:-7}
 B=${OVERLAP_BUILD:-build/h100}
 app=$B/tests/apps/app_lazy_module_load
