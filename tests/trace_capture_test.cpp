@@ -196,9 +196,12 @@ TEST(TraceCapture, EveryAllocationCallIsAnOpOfItsOwn) {
   EXPECT_EQ(ops[malloc].kind, op_kind::host_work);
   EXPECT_DOUBLE_EQ(*ops[malloc].duration, 0.004);
   EXPECT_TRUE(run.origin[malloc].allocation);
-  // A stream-ordered allocation is its own op too, but not one to hoist out of a loop.
-  const op_id async = labelled("cudaMallocAsync");
+  // A stream-ordered allocation is its own op too, in its stream's order,
+  // but not one to hoist out of a loop.
+  const op_id async = labelled("cudaMallocAsync async#1");
   ASSERT_LT(async, ops.size());
+  EXPECT_EQ(ops[async].kind, op_kind::event_record);
+  EXPECT_EQ(run.program.streams()[*ops[async].stream].name, "stream 13");
   EXPECT_FALSE(run.origin[async].allocation);
   EXPECT_FALSE(run.origin[0].allocation);  // the launch
 }

@@ -644,6 +644,10 @@ class Converter {
   void convert_alloc(std::size_t index) {
     const Call& c = trace_.calls[index];
     allocations_.add(c.ptr, c.bytes, c.memory);
+    if (c.memory == "async") {
+      convert_stream_ordered(index, /*free=*/false);
+      return;
+    }
     const bool pinned = c.memory == "pinned";
     convert_implicit_sync(index, waited_for_work(c),
                           pinned ? op_kind::host_allocate : op_kind::device_allocate);
@@ -651,10 +655,40 @@ class Converter {
 
   void convert_free(std::size_t index) {
     const Call& c = trace_.calls[index];
+    if (c.memory == "async") {
+      convert_stream_ordered(index, /*free=*/true);
+      allocations_.remove(c.ptr);
+      return;
+    }
     allocations_.remove(c.ptr);
     const bool pinned = c.memory == "pinned";
     convert_implicit_sync(index, !returned_with_work_in_flight(c),
                           pinned ? op_kind::host_free : op_kind::device_free);
+  }
+
+  // cudaMallocAsync / cudaFreeAsync (and their pool and driver forms): an op
+  // in its stream's order, as CUDA runs them, marking where the memory comes
+  // into use or goes back to the pool. A free writes the whole allocation:
+  // a use of it on another stream that nothing orders with the free races
+  // with it (the pool may hand the bytes to another allocation). A later
+  // allocation at the same address is another buffer (Allocations), so
+  // reuse is no race. Host time beyond the modelled call cost stays host
+  // work, as for other asynchronous calls.
+  void convert_stream_ordered(std::size_t index, bool free) {
+    const Call& c = trace_.calls[index];
+    charge_call_excess(c);
+    flush_host_work(ms(c.start));
+    const stream_id s = stream_of(c.stream);
+    const std::optional<detail::Region> region =
+        trace_.gaps.pointers ? std::nullopt : allocations_.find(c.ptr);
+    const event_id marker =
+        graph_event(fmt::format("stream-ordered memory on {}", out_.program.streams()[s].name));
+    out_.program.record(marker, s);
+    Op& op = out_.program.last();
+    op.label = region ? fmt::format("{} {}", c.api, region->buffer) : c.api;
+    if (free && region && region->offset == 0)
+      op.accesses.push_back(Access{region->buffer, 0, region->size, access_mode::write});
+    from_call(index, /*claim_work=*/false);
   }
 
   // An allocation or free: a drain (then its host cost) when it synchronized,

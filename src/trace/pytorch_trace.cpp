@@ -337,7 +337,6 @@ RawTrace read_pytorch_trace(std::string_view text, std::string_view source) {
         w.kind = work_kind::sync;
         w.sync_type = sync_type_of(name);
       }
-      if (w.stream && w.kind != work_kind::sync) streams.insert(*w.stream);
       trace.work.push_back(std::move(w));
     } else if (cat == "user_annotation" || (cat == "cpu_op" && e.text("name").starts_with("ProfilerStep#"))) {
       // record_function ranges; each ProfilerStep#N is one step of a range
@@ -384,8 +383,16 @@ RawTrace read_pytorch_trace(std::string_view text, std::string_view source) {
       if (cat == "gpu_memcpy" && c.copy_kind.empty()) c.copy_kind = parse_copy_name(e.text("name")).kind;
     }
   }
+  // The app's streams: those its own calls' work ran on. A graph launch's
+  // branches run on streams of the driver's, which capture tells apart by
+  // their being named nowhere else (capture_graphs.hpp).
   for (DeviceWork& w : trace.work) {
-    if (const auto it = call_of.find(w.corr); it != call_of.end()) w.async = trace.calls[it->second].async;
+    const auto it = call_of.find(w.corr);
+    if (it == call_of.end()) continue;
+    const Call& c = trace.calls[it->second];
+    w.async = c.async;
+    const bool graph = c.api == "cudaGraphLaunch" || c.api == "cuGraphLaunch";
+    if (w.stream && w.kind != work_kind::sync && !graph) streams.insert(*w.stream);
   }
   for (const std::uint32_t s : streams) trace.streams.push_back({s, "blocking", 0});
   trace.pid = pid.value_or(0);
