@@ -19,6 +19,20 @@ constexpr std::uint64_t pool_ptr = 0x7f0000000000;
 constexpr std::uint64_t host_ptr = 0x500000;
 constexpr std::uint64_t bytes = 1 << 20;
 
+// Stream 14 copies the pinned buffer into the pool's memory: the call at
+// `at` us, the copy from 40 to 80 us.
+void copy_into_pool(TraceBuilder& t, double at) {
+  t.call("cudaMemcpyAsync", "copy", at, at + 3,
+         {{"stream", 14},
+          {"dst", pool_ptr},
+          {"src", host_ptr},
+          {"bytes", bytes},
+          {"kind", "h2d"},
+          {"async", true}});
+  t.work("memcpy", 40, 80,
+         {{"stream", 14}, {"bytes", bytes}, {"kind", "h2d"}, {"src", "pinned"}, {"dst", "device"}});
+}
+
 // cudaMallocAsync on stream 13; stream 14 copies into the memory; the
 // memory is freed on stream 13, ordered after the copy by an event only
 // when `ordered`.
@@ -29,15 +43,7 @@ TraceBuilder free_after_use(bool ordered) {
   t.call("cudaMallocAsync", "alloc", 20, 22,
          {{"ptr", pool_ptr}, {"bytes", bytes}, {"memory", "async"}, {"stream", 13}});
   t.call("cudaStreamSynchronize", "stream_sync", 23, 30, {{"stream", 13}});
-  t.call("cudaMemcpyAsync", "copy", 31, 34,
-         {{"stream", 14},
-          {"dst", pool_ptr},
-          {"src", host_ptr},
-          {"bytes", bytes},
-          {"kind", "h2d"},
-          {"async", true}});
-  t.work("memcpy", 40, 80,
-         {{"stream", 14}, {"bytes", bytes}, {"kind", "h2d"}, {"src", "pinned"}, {"dst", "device"}});
+  copy_into_pool(t, 31);
   if (ordered) {
     t.call("cudaEventRecord", "record", 35, 36, {{"event", 0xe1}, {"stream", 14}});
     t.call("cudaStreamWaitEvent", "wait", 37, 38, {{"event", 0xe1}, {"stream", 13}});
@@ -97,15 +103,7 @@ TEST(TraceStreamOrdered, MemoryReusedAtTheSameAddressIsAnotherBuffer) {
   t.call("cudaFreeAsync", "free", 23, 24, {{"ptr", pool_ptr}, {"memory", "async"}, {"stream", 13}});
   t.call("cudaMallocAsync", "alloc", 25, 26,
          {{"ptr", pool_ptr}, {"bytes", bytes}, {"memory", "async"}, {"stream", 14}});
-  t.call("cudaMemcpyAsync", "copy", 27, 30,
-         {{"stream", 14},
-          {"dst", pool_ptr},
-          {"src", host_ptr},
-          {"bytes", bytes},
-          {"kind", "h2d"},
-          {"async", true}});
-  t.work("memcpy", 40, 80,
-         {{"stream", 14}, {"bytes", bytes}, {"kind", "h2d"}, {"src", "pinned"}, {"dst", "device"}});
+  copy_into_pool(t, 27);
   t.call("cudaDeviceSynchronize", "device_sync", 31, 90);
   const trace::AuditReport r = audit_of(t.footer());
   EXPECT_EQ(find(r, "race"), nullptr) << trace::format_text(r);
