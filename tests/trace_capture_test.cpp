@@ -198,7 +198,7 @@ TEST(TraceCapture, EveryAllocationCallIsAnOpOfItsOwn) {
   EXPECT_TRUE(run.origin[malloc].allocation);
   // A stream-ordered allocation is its own op too, in its stream's order,
   // but not one to hoist out of a loop.
-  const op_id async = labelled("cudaMallocAsync async#1");
+  const op_id async = labelled("cudaMallocAsync");
   ASSERT_LT(async, ops.size());
   EXPECT_EQ(ops[async].kind, op_kind::event_record);
   EXPECT_EQ(run.program.streams()[*ops[async].stream].name, "stream 13");

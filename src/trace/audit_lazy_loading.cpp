@@ -122,6 +122,14 @@ std::optional<AuditFinding> find_lazy_module_loads(const Capture& run, const Aud
     const double in_flight_until = in_flight.until(from.call_start + typical);
     if (in_flight_until - from.call_start < options.idle_gap_threshold || from.call_end < in_flight_until)
       continue;
+    // Another host thread inside a CUDA call meanwhile (an allocation that
+    // drains the device, say) can hold the launch just as long: a wait
+    // that contention explains as well is not claimed for loading.
+    const bool contended = std::any_of(run.origin.begin(), run.origin.end(), [&](const OpOrigin& other) {
+      return other.call && other.thread != from.thread && other.call_start < from.call_end &&
+             other.call_end > from.call_start;
+    });
+    if (contended) continue;
     const double could_start = std::max(from.call_start + typical, stream_free_at[i]);
     const double delay = span_of[i]->start - could_start;
     if (delay < options.idle_gap_threshold) continue;  // its stream held it back anyway

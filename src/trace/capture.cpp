@@ -685,7 +685,9 @@ class Converter {
         graph_event(fmt::format("stream-ordered memory on {}", out_.program.streams()[s].name));
     out_.program.record(marker, s);
     Op& op = out_.program.last();
-    op.label = region ? fmt::format("{} {}", c.api, region->buffer) : c.api;
+    // The api alone, so that frees of different buffers group as one
+    // pattern; the access names the buffer.
+    op.label = c.api;
     if (free && region && region->offset == 0)
       op.accesses.push_back(Access{region->buffer, 0, region->size, access_mode::write});
     from_call(index, /*claim_work=*/false);

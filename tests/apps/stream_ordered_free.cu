@@ -10,6 +10,10 @@
 // the next batch's allocation while the copy stream still reads them. The
 // audit must name the read-back copy and the free.
 //
+// The pool keeps what is freed (release threshold: all of it), as
+// frameworks' pools do, so the late read finds the bytes mapped (with the
+// default threshold of 0 the driver may unmap them: the read then faults).
+//
 // --repaired: the compute stream waits for the copy stream's last read
 // before it frees the buffer.
 #include "app_support.hpp"
@@ -40,6 +44,10 @@ int main(int argc, char** argv) {
   CHECK(cudaEventCreateWithFlags(&scaled, cudaEventDisableTiming));
   CHECK(cudaEventCreateWithFlags(&read_back, cudaEventDisableTiming));
   app::fill_random(h_x, n, 17);
+  cudaMemPool_t pool = nullptr;
+  CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
+  std::uint64_t keep_all = UINT64_MAX;
+  CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
 
   const app::Timer timer;
   for (std::size_t b = 0; b < batches; ++b) {
