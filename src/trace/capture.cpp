@@ -644,7 +644,7 @@ class Converter {
   void convert_alloc(std::size_t index) {
     const Call& c = trace_.calls[index];
     allocations_.add(c.ptr, c.bytes, c.memory);
-    if (c.memory == "async") {
+    if (c.memory == "async" && c.stream) {
       convert_stream_ordered(index, /*free=*/false);
       return;
     }
@@ -655,7 +655,7 @@ class Converter {
 
   void convert_free(std::size_t index) {
     const Call& c = trace_.calls[index];
-    if (c.memory == "async") {
+    if (c.memory == "async" && c.stream) {
       convert_stream_ordered(index, /*free=*/true);
       allocations_.remove(c.ptr);
       return;
@@ -673,7 +673,8 @@ class Converter {
   // with it (the pool may hand the bytes to another allocation). A later
   // allocation at the same address is another buffer (Allocations), so
   // reuse is no race. Host time beyond the modelled call cost stays host
-  // work, as for other asynchronous calls.
+  // work, as for other asynchronous calls. A call whose stream the trace
+  // does not name (a PyTorch profile) stays host work.
   void convert_stream_ordered(std::size_t index, bool free) {
     const Call& c = trace_.calls[index];
     charge_call_excess(c);
