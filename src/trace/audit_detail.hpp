@@ -48,7 +48,8 @@ inline constexpr std::size_t max_listed_ops = 20;
 /// options.idle_gap_threshold later than its stream allowed; one finding,
 /// its measured cost and predicted saving the steady state's delays.
 /// Nothing when the run had CUDA_MODULE_LOADING=EAGER.
-[[nodiscard]] std::optional<AuditFinding> find_lazy_module_loads(const Capture& run, const AuditOptions& options,
+[[nodiscard]] std::optional<AuditFinding> find_lazy_module_loads(const Capture& run,
+                                                                 const AuditOptions& options,
                                                                  const Phases& phases);
 
 /// The device's active window: from the first device work's start to the last one's end.
