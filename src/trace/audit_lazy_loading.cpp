@@ -17,18 +17,12 @@
 #include <vector>
 
 #include "audit_detail.hpp"
+#include "capture_timeline.hpp"
 #include "overlap/io/exporters.hpp"
 
 namespace overlap::trace::detail {
 
 namespace {
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  const auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), mid, values.end());
-  return *mid;
-}
 
 bool eager(const TraceEnvironment& env) {
   if (!env.module_loading) return false;
@@ -103,8 +97,9 @@ std::optional<AuditFinding> find_lazy_module_loads(const Capture& run, const Aud
       lengths.push_back(run.origin[i].call_end - run.origin[i].call_start);
     }
   }
-  if (lengths.empty()) return std::nullopt;
-  const double typical = median(lengths);
+  const std::optional<double> median_length = median(std::move(lengths));
+  if (!median_length) return std::nullopt;
+  const double typical = *median_length;
 
   const WorkInFlight in_flight(run.timeline);
   std::vector<Stall> stalls;

@@ -520,7 +520,7 @@ class Converter {
       out_.origin.back().synthesized = true;
     };
     if (!branches.empty()) {
-      const event_id fork = graph_event(fmt::format("graph {} launch", g.graph));
+      const event_id fork = added_event(fmt::format("graph {} launch", g.graph));
       synthesized(out_.program.record(fork, launch));
       for (const stream_id s : branches) synthesized(out_.program.wait(s, fork));
     }
@@ -535,7 +535,7 @@ class Converter {
     }
     for (const stream_id s : branches) {
       const event_id join =
-          graph_event(fmt::format("graph {} {} done", g.graph, out_.program.streams()[s].name));
+          added_event(fmt::format("graph {} {} done", g.graph, out_.program.streams()[s].name));
       synthesized(out_.program.record(join, s));
       synthesized(out_.program.wait(launch, join));
     }
@@ -559,7 +559,7 @@ class Converter {
     bool first = true;
     for (const auto& [s, busy_until] : stream_busy_until_) {
       if (s == waiting) continue;
-      const event_id e = graph_event(fmt::format("work of {} before a wait", out_.program.streams()[s].name));
+      const event_id e = added_event(fmt::format("work of {} before a wait", out_.program.streams()[s].name));
       out_.program.record(e, s);
       from_call(index, /*claim_work=*/false);
       out_.origin.back().synthesized = true;
@@ -571,12 +571,13 @@ class Converter {
     if (first) convert_other(index);  // no other stream has work: nothing to wait for
   }
 
-  // An event the capture adds to order a graph's streams; one per name,
-  // recorded again at each launch.
-  event_id graph_event(const std::string& name) {
-    if (const auto it = graph_events_.find(name); it != graph_events_.end()) return it->second;
+  // An event the capture adds to order streams the trace shows no event
+  // for (a graph's branches, a wait whose record is unknown, stream-ordered
+  // memory); one per name, recorded again at each use.
+  event_id added_event(const std::string& name) {
+    if (const auto it = added_events_.find(name); it != added_events_.end()) return it->second;
     const event_id e = out_.program.add_event(name);
-    graph_events_.emplace(name, e);
+    added_events_.emplace(name, e);
     return e;
   }
 
@@ -683,7 +684,7 @@ class Converter {
     const std::optional<detail::Region> region =
         trace_.gaps.pointers ? std::nullopt : allocations_.find(c.ptr);
     const event_id marker =
-        graph_event(fmt::format("stream-ordered memory on {}", out_.program.streams()[s].name));
+        added_event(fmt::format("stream-ordered memory on {}", out_.program.streams()[s].name));
     out_.program.record(marker, s);
     Op& op = out_.program.last();
     // The api alone, so that frees of different buffers group as one
@@ -844,7 +845,7 @@ class Converter {
   std::set<std::uint64_t> claimed_;
   std::optional<detail::KernelExtents> extents_;  // built in run(), from the whole trace
   std::optional<detail::GraphLaunches> graphs_;   // built in the constructor, from work_by_call_
-  std::map<std::string, event_id> graph_events_;  // the events graph_event() added, by name
+  std::map<std::string, event_id> added_events_;  // the events added_event() added, by name
   std::map<stream_id, std::vector<Access>> pending_results_;
   detail::Allocations allocations_;
   std::vector<std::vector<std::size_t>> work_;  // per op: its device work records

@@ -24,6 +24,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "overlap/core/error.hpp"
 #include "overlap/core/limits.hpp"
@@ -283,6 +284,7 @@ RawTrace read_pytorch_trace(std::string_view text, std::string_view source) {
   if (root.is_object()) read_devices(root, trace, source);
 
   std::map<std::uint64_t, std::size_t> call_of;  // correlation -> index into trace.calls
+  std::vector<std::size_t> event_of_work;        // per trace.work: its index in traceEvents
   std::set<std::uint32_t> streams;
   std::optional<std::uint64_t> pid;
   std::string process;
@@ -338,6 +340,7 @@ RawTrace read_pytorch_trace(std::string_view text, std::string_view source) {
         w.sync_type = sync_type_of(name);
       }
       trace.work.push_back(std::move(w));
+      event_of_work.push_back(i);
     } else if (cat == "user_annotation" || (cat == "cpu_op" && e.text("name").starts_with("ProfilerStep#"))) {
       // record_function ranges; each ProfilerStep#N is one step of a range
       // that repeats, as a pushed NVTX range would.
@@ -348,51 +351,43 @@ RawTrace read_pytorch_trace(std::string_view text, std::string_view source) {
     }
   }
   // Each call takes what its device records say of it: its stream, bytes,
-  // copy kind, kernel and grid, and for syncs and waits the event waited on.
-  for (std::size_t i = 0; i < events->size(); ++i) {
-    const json& raw = (*events)[i];
-    const std::string_view cat = raw.contains("cat") && raw["cat"].is_string()
-                                     ? std::string_view(raw["cat"].get_ref<const std::string&>())
-                                     : std::string_view();
-    if (cat != "kernel" && cat != "gpu_memcpy" && cat != "gpu_memset" && cat != "cuda_sync") continue;
-    if (raw.value("ph", std::string()) != "X") continue;
-    const Event e(raw, source, i);
-    const auto it = call_of.find(corr_arg(e));
-    if (it == call_of.end()) continue;
-    Call& c = trace.calls[it->second];
-    const std::optional<std::uint32_t> stream = stream_arg(e);
-    if (cat == "cuda_sync") {
-      if (stream && !c.stream) c.stream = stream;
-      if (const auto event = e.int_arg("wait_on_cuda_event_id")) c.event = static_cast<std::uint64_t>(*event);
-      continue;
-    }
-    if (stream && !c.stream) c.stream = stream;
-    if (cat == "kernel") {
-      if (c.kernel.empty()) c.kernel = e.text("name");
-      if (const json* grid = e.arg("grid"); grid != nullptr && grid->is_array() && c.blocks == 0) {
-        std::uint64_t blocks = 1;
-        for (const json& g : *grid) {
-          if (!g.is_number_integer() || g.get<std::int64_t>() < 0 || g.get<std::int64_t>() > (1LL << 31))
-            e.fail_arg("grid", "is not a list of block counts");
-          blocks *= g.get<std::uint64_t>();
-        }
-        c.blocks = blocks;
-      }
-    } else {
-      c.bytes += static_cast<std::uint64_t>(e.int_arg("bytes").value_or(0));
-      if (cat == "gpu_memcpy" && c.copy_kind.empty()) c.copy_kind = parse_copy_name(e.text("name")).kind;
-    }
-  }
-  // The app's streams: those its own calls' work ran on. A graph launch's
-  // branches run on streams of the driver's, which capture tells apart by
-  // their being named nowhere else (capture_graphs.hpp).
-  for (DeviceWork& w : trace.work) {
+  // copy kind, kernel and grid, and for syncs and waits the event waited
+  // on. The app's streams are those its own calls' work ran on: a graph
+  // launch's branches run on streams of the driver's, which capture tells
+  // apart by their being named nowhere else (capture_graphs.hpp).
+  for (std::size_t k = 0; k < trace.work.size(); ++k) {
+    DeviceWork& w = trace.work[k];
     const auto it = call_of.find(w.corr);
     if (it == call_of.end()) continue;
-    const Call& c = trace.calls[it->second];
+    Call& c = trace.calls[it->second];
     w.async = c.async;
+    if (w.stream && !c.stream) c.stream = w.stream;
+    const Event e((*events)[event_of_work[k]], source, event_of_work[k]);
+    switch (w.kind) {
+      case work_kind::sync:
+        if (const auto event = e.int_arg("wait_on_cuda_event_id"))
+          c.event = static_cast<std::uint64_t>(*event);
+        continue;  // a sync record names no stream of the app's work
+      case work_kind::kernel:
+        if (c.kernel.empty()) c.kernel = w.name;
+        if (const json* grid = e.arg("grid"); grid != nullptr && grid->is_array() && c.blocks == 0) {
+          std::uint64_t blocks = 1;
+          for (const json& g : *grid) {
+            if (!g.is_number_integer() || g.get<std::int64_t>() < 0 || g.get<std::int64_t>() > (1LL << 31))
+              e.fail_arg("grid", "is not a list of block counts");
+            blocks *= g.get<std::uint64_t>();
+          }
+          c.blocks = blocks;
+        }
+        break;
+      case work_kind::memcpy:
+      case work_kind::memset:
+        c.bytes += w.bytes;
+        if (w.kind == work_kind::memcpy && c.copy_kind.empty()) c.copy_kind = w.copy_kind;
+        break;
+    }
     const bool graph = c.api == "cudaGraphLaunch" || c.api == "cuGraphLaunch";
-    if (w.stream && w.kind != work_kind::sync && !graph) streams.insert(*w.stream);
+    if (w.stream && !graph) streams.insert(*w.stream);
   }
   for (const std::uint32_t s : streams) trace.streams.push_back({s, "blocking", 0});
   trace.pid = pid.value_or(0);
