@@ -54,6 +54,9 @@ class TraceBuilder {
     return line(fields);
   }
 
+  /// The correlation id of the last call.
+  [[nodiscard]] std::uint64_t last_corr() const { return corr_; }
+
   /// An NVTX range from `start` to `end` (µs).
   TraceBuilder& range(const std::string& name, double start, double end) {
     return line({{"t", "range"}, {"name", name}, {"start", ns(start)}, {"end", ns(end)}, {"tid", 7}});

@@ -245,5 +245,155 @@ TEST(TraceGraphs, GraphSetUpBetweenPhasesIsNoIdleGap) {
   for (const trace::AuditFinding& f : report.findings) EXPECT_NE(f.rule, "idle-gap") << f.message;
 }
 
+// A graph captured from two streams: k1 on the capture stream forks to k2
+// on a second stream and k3 on the first, which join into k4. With the
+// structure recorded (nodes made by the captured calls, the instantiated
+// graph's edges, the exec's clones, each record's node), k2 and k4 run on
+// the driver's stream 30 and the launch stream and wait by the edges.
+TraceBuilder captured_fork_join(bool join_edge) {
+  constexpr std::uint64_t a = 0x7000'0000'0000;
+  constexpr std::uint64_t b = 0x7000'1000'0000;
+  TraceBuilder t;
+  t.stream(20, "blocking").stream(21, "non_blocking");
+  t.call("cudaMalloc", "alloc", 0, 5, {{"ptr", a}, {"bytes", 1 << 20}, {"memory", "device"}});
+  t.call("cudaMalloc", "alloc", 5, 10, {{"ptr", b}, {"bytes", 1 << 20}, {"memory", "device"}});
+  t.call("cudaStreamBeginCapture", "other", 10, 11, {{"stream", 20}});
+  const auto captured = [&](std::uint32_t stream, const char* kernel, nlohmann::json ptrs, std::uint64_t node,
+                            double at) {
+    t.call("cudaLaunchKernel", "launch", at, at + 1,
+           {{"stream", stream}, {"kernel", kernel}, {"ptrs", ptrs}});
+    t.line({{"t", "graph_node"}, {"node", node}, {"corr", t.last_corr()}});
+  };
+  captured(20, "_Z2k1PfS_", {a, b}, 1, 12);
+  captured(21, "_Z2k2Pf", {b}, 2, 14);
+  captured(20, "_Z2k3Pf", {a}, 3, 16);
+  captured(20, "_Z2k4PfS_", {a, b}, 4, 18);
+  t.call("cudaStreamEndCapture", "other", 20, 21, {{"stream", 20}});
+  t.call("cudaGraphInstantiate", "other", 22, 30);
+  nlohmann::json edges = {1, 2, 1, 3, 3, 4};
+  if (join_edge) edges.insert(edges.end(), {2, 4});
+  t.line({{"t", "graph"},
+          {"exec", 9},
+          {"graph", 8},
+          {"nodes", {1, 2, 3, 4}},
+          {"types", {0, 0, 0, 0}},
+          {"parents", {0, 0, 0, 0}},
+          {"edges", edges}});
+  for (int n = 1; n <= 4; ++n) t.line({{"t", "graph_clone"}, {"node", 100 + n}, {"of", n}});
+  for (int i = 0; i < 2; ++i) {
+    const double at = 100.0 + i * 1000.0;
+    t.call("cudaGraphLaunch", "other", at, at + 10, {{"stream", 20}});
+    t.work("kernel", at + 20, at + 120, {{"stream", 20}, {"name", "_Z2k1PfS_"}, {"node", 101}});
+    t.work("kernel", at + 125, at + 300, {{"stream", 30}, {"name", "_Z2k2Pf"}, {"node", 102}});
+    t.work("kernel", at + 125, at + 200, {{"stream", 20}, {"name", "_Z2k3Pf"}, {"node", 103}});
+    t.work("kernel", at + 305, at + 400, {{"stream", 20}, {"name", "_Z2k4PfS_"}, {"node", 104}});
+    t.call("cudaStreamSynchronize", "stream_sync", at + 11, at + 410, {{"stream", 20}});
+  }
+  return t.footer();
+}
+
+TEST(TraceGraphs, RecordedEdgesOrderTheNodesOfALaunch) {
+  const trace::Capture run = captured_fork_join(/*join_edge=*/true).capture();
+  EXPECT_EQ(run.unmatched_work, 0U);
+  const Program& p = run.program;
+  // Each launch: in start order (k3 and k2 start together, k3 ends first),
+  // k2 on the driver's stream.
+  std::vector<std::string> labels;
+  for (const Op& op : p.ops()) {
+    if (op.kind == op_kind::kernel) labels.push_back(op.label);
+  }
+  EXPECT_EQ(labels, (std::vector<std::string>{"graph 1: k1", "graph 1: k3", "graph 1: k2", "graph 1: k4",
+                                              "graph 1: k1", "graph 1: k3", "graph 1: k2", "graph 1: k4"}));
+  // The captured calls' pointers: k1 touches both buffers, k2 one.
+  const auto k2 =
+      std::find_if(p.ops().begin(), p.ops().end(), [](const Op& op) { return op.label == "graph 1: k2"; });
+  ASSERT_NE(k2, p.ops().end());
+  EXPECT_FALSE(k2->accesses.empty());
+  EXPECT_EQ(p.streams()[*k2->stream].name, "stream 30");
+  // k2 waits for k1 by its edge, k4 for k2; plus the launch's fork and join.
+  EXPECT_EQ(std::count_if(p.ops().begin(), p.ops().end(),
+                          [](const Op& op) { return op.kind == op_kind::stream_wait_event; }),
+            2 * 4);
+  const trace::AuditReport report = trace::audit(run, DeviceModel::preset("h100"));
+  for (const trace::AuditFinding& f : report.findings) EXPECT_NE(f.rule, "race") << f.message;
+}
+
+// Without the edge k2 -> k4, k4 reads what k2 may still be writing: a race
+// inside the graph, found because the nodes' accesses and edges are known.
+TEST(TraceGraphs, AMissingEdgeInsideAGraphIsARace) {
+  const trace::AuditReport report =
+      trace::audit(captured_fork_join(/*join_edge=*/false).capture(), DeviceModel::preset("h100"));
+  const auto race = std::find_if(report.findings.begin(), report.findings.end(),
+                                 [](const trace::AuditFinding& f) { return f.rule == "race"; });
+  ASSERT_NE(race, report.findings.end());
+  EXPECT_NE(race->message.find("k2"), std::string::npos) << race->message;
+  EXPECT_NE(race->message.find("k4"), std::string::npos) << race->message;
+}
+
+// A node whose parameters changed after it was made touches what the trace
+// no longer knows: no accesses, so no race is claimed on stale pointers.
+TEST(TraceGraphs, ANodeWhoseParametersChangedHasNoAccesses) {
+  TraceBuilder t = captured_fork_join(/*join_edge=*/false);
+  t.line({{"t", "graph_node_set"}, {"node", 4}});
+  const trace::AuditReport report = trace::audit(t.capture(), DeviceModel::preset("h100"));
+  for (const trace::AuditFinding& f : report.findings) EXPECT_NE(f.rule, "race") << f.message;
+}
+
+// Nodes of a child graph wait for what the child-graph node waits for, and
+// what follows the child-graph node waits for the child graph's last nodes.
+TEST(TraceGraphs, ChildGraphNodesTakeTheirParentsEdges) {
+  TraceBuilder t;
+  t.stream(20, "blocking");
+  t.call("cudaGraphInstantiate", "other", 0, 10);
+  // 1 -> child(2: {21 -> 22}) -> 3, 21 and 22 on the driver's stream 30.
+  t.line({{"t", "graph"},
+          {"exec", 9},
+          {"graph", 8},
+          {"nodes", {1, 2, 3, 21, 22}},
+          {"types", {0, 4, 0, 0, 0}},
+          {"parents", {0, 0, 0, 2, 2}},
+          {"edges", {1, 2, 2, 3, 21, 22}}});
+  t.call("cudaGraphLaunch", "other", 100, 110, {{"stream", 20}});
+  t.work("kernel", 120, 130, {{"stream", 20}, {"name", "_Z1av"}, {"node", 1}});
+  t.work("kernel", 131, 140, {{"stream", 30}, {"name", "_Z1bv"}, {"node", 21}});
+  t.work("kernel", 141, 150, {{"stream", 30}, {"name", "_Z1cv"}, {"node", 22}});
+  t.work("kernel", 151, 160, {{"stream", 20}, {"name", "_Z1dv"}, {"node", 3}});
+  const trace::Capture run = t.footer().capture();
+  const Program& p = run.program;
+  // b waits for a (fork and edge), d for c (edge and join): the wait before
+  // b names a's event, the one before d names c's.
+  std::vector<std::string> waited;
+  for (const Op& op : p.ops()) {
+    if (op.kind == op_kind::stream_wait_event) waited.push_back(p.events()[*op.event]);
+  }
+  EXPECT_NE(std::find(waited.begin(), waited.end(), "graph 1 node 0 done"), waited.end());
+  EXPECT_NE(std::find(waited.begin(), waited.end(), "graph 1 node 2 done"), waited.end());
+}
+
+// Recorded on the H100 (tests/apps/graph_race.cu): two graphs, one captured
+// from two streams and one built by hand, in which nothing orders `halve`
+// after `fill`; the repaired twin has the edge.
+trace::AuditReport recorded(const std::string& name) {
+  return trace::audit(trace::capture(trace::load_trace(std::string(OVERLAP_SOURCE_DIR) +
+                                                       "/tests/fixtures/traces/graphs/" + name + ".jsonl")),
+                      DeviceModel::preset("h100"));
+}
+
+TEST(TraceGraphs, TheRecordedGraphRaceIsFoundAndItsRepairIsClean) {
+  const trace::AuditReport racy = recorded("app_graph_race");
+  std::size_t races = 0;
+  for (const trace::AuditFinding& f : racy.findings) {
+    if (f.rule != "race") continue;
+    ++races;
+    EXPECT_EQ(f.level, check::severity::warning) << f.message;  // inferred from pointers: possible
+    EXPECT_NE(f.message.find("fill"), std::string::npos) << f.message;
+    EXPECT_NE(f.message.find("halve"), std::string::npos) << f.message;
+    EXPECT_EQ(f.message.find("seed"), std::string::npos) << f.message;  // ordered by the edges from seed
+  }
+  EXPECT_GE(races, 1U);
+  for (const trace::AuditFinding& f : recorded("app_graph_race_repaired").findings)
+    EXPECT_NE(f.rule, "race") << f.message;
+}
+
 }  // namespace
 }  // namespace overlap

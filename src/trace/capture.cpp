@@ -79,6 +79,9 @@ class Converter {
       work_by_call_[alias == trace.aliases.end() ? w.corr : alias->second].push_back(i);
     }
     graphs_.emplace(trace, order_, work_by_call_);
+    if (!trace.graph_nodes.empty()) {
+      for (std::size_t i = 0; i < trace.calls.size(); ++i) call_by_corr_.try_emplace(trace.calls[i].corr, i);
+    }
     if (!trace.devices.empty()) {
       out_.device = trace.devices.front().name;
       out_.sms = trace.devices.front().sms;
@@ -524,14 +527,41 @@ class Converter {
       synthesized(out_.program.record(fork, launch));
       for (const stream_id s : branches) synthesized(out_.program.wait(s, fork));
     }
-    for (const std::size_t w : g.work) {
-      out_.program.append(graph_op(g.graph, trace_.work[w]));
+    // With the graph's structure known, a record waits for the records its
+    // edges lead back to on other streams, through an event each of those
+    // records after itself (same-stream order holds anyway).
+    const auto stream_at = [&](std::size_t k) { return stream_of(trace_.work[g.work[k]].stream); };
+    std::vector<bool> signals(g.work.size(), false);
+    if (g.after) {
+      for (std::size_t k = 0; k < g.work.size(); ++k) {
+        for (const std::size_t p : (*g.after)[k]) {
+          if (p < k && stream_at(p) != stream_at(k)) signals[p] = true;
+        }
+      }
+    }
+    const auto node_done = [&](std::size_t k) {
+      return added_event(fmt::format("graph {} node {} done", g.graph, k));
+    };
+    for (std::size_t k = 0; k < g.work.size(); ++k) {
+      const std::size_t w = g.work[k];
+      if (g.after) {
+        for (const std::size_t p : (*g.after)[k]) {
+          if (p < k && stream_at(p) != stream_at(k))
+            synthesized(out_.program.wait(stream_at(k), node_done(p)));
+        }
+      }
+      Op op = graph_op(g.graph, trace_.work[w]);
+      op.accesses = graph_node_accesses(g.nodes[k], trace_.work[w]);
+      const bool from_pointers = op.kind == op_kind::kernel && !op.accesses.empty();
+      out_.program.append(std::move(op));
       from_call(index, /*claim_work=*/false);
+      out_.origin.back().accesses_from_pointers = from_pointers;
       work_.back() = {w};
       const double end = ms(trace_.work[w].end);
       device_busy_until_ = std::max(device_busy_until_, end);
       const stream_id s = *out_.program.ops().back().stream;
       stream_busy_until_[s] = std::max(stream_busy_until_[s], end);
+      if (signals[k]) synthesized(out_.program.record(node_done(k), s));
     }
     for (const stream_id s : branches) {
       const event_id join =
@@ -581,8 +611,37 @@ class Converter {
     return e;
   }
 
+  // What a graph node touches, from the call that made it under stream
+  // capture or the parameters it was added with; none where the trace does
+  // not say (no structure, parameters changed since, no pointers).
+  std::vector<Access> graph_node_accesses(const GraphNodeRecord* node, const DeviceWork& w) {
+    std::vector<Access> accesses;
+    if (node == nullptr || node->params_changed || trace_.gaps.pointers) return accesses;
+    // A node with parameters of its own (added by hand, or cloned at
+    // instantiation) is described by them; a captured one by its call.
+    const Call* made = nullptr;
+    if (node->kind.empty() && node->corr != 0) {
+      if (const auto it = call_by_corr_.find(node->corr); it != call_by_corr_.end())
+        made = &trace_.calls[it->second];
+    }
+    const bool kernel = made ? made->cls == call_class::launch : node->kind == "kernel";
+    const bool copy = made ? made->cls == call_class::copy : node->kind == "memcpy";
+    const bool memset = made ? made->cls == call_class::memset : node->kind == "memset";
+    const std::uint64_t dst = made ? made->dst : node->dst;
+    const std::uint64_t bytes = made ? made->bytes : node->bytes;
+    if (kernel && w.kind == work_kind::kernel) {
+      accesses = extents_->kernel_accesses(made ? made->ptrs : node->ptrs, allocations_);
+    } else if (copy && w.kind == work_kind::memcpy && bytes > 0) {
+      accesses.push_back(allocations_.access(made ? made->src : node->src, bytes, access_mode::read));
+      accesses.push_back(allocations_.access(dst, bytes, access_mode::write));
+    } else if (memset && w.kind == work_kind::memset && bytes > 0) {
+      accesses.push_back(allocations_.access(dst, bytes, access_mode::write));
+    }
+    return accesses;
+  }
+
   // The op a graph's device record stands for, with its stream and measured
-  // duration; no accesses (the record has no addresses).
+  // duration; its accesses come from graph_node_accesses.
   Op graph_op(std::size_t graph, const DeviceWork& w) {
     Op op;
     op.stream = stream_of(w.stream);
@@ -842,6 +901,8 @@ class Converter {
   std::map<std::uint64_t, event_id> events_;
   std::map<std::uint64_t, stream_id> record_stream_;
   std::map<std::uint64_t, std::vector<std::size_t>> work_by_call_;
+  std::unordered_map<std::uint64_t, std::size_t>
+      call_by_corr_;  // calls that made graph nodes are looked up by it
   std::set<std::uint64_t> claimed_;
   std::optional<detail::KernelExtents> extents_;  // built in run(), from the whole trace
   std::optional<detail::GraphLaunches> graphs_;   // built in the constructor, from work_by_call_

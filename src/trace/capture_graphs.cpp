@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <string>
 #include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace overlap::trace::detail {
 
@@ -46,6 +48,142 @@ std::vector<WorkKey> signature(const RawTrace& trace, const std::vector<std::siz
   return keys;
 }
 
+// The nodes and edges of every instantiated graph in a trace, child graphs
+// flattened into their parents.
+class GraphStructure {
+ public:
+  explicit GraphStructure(const RawTrace& trace) : trace_(trace) {
+    for (const GraphRecord& g : trace.graphs) {
+      for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+        Node& n = nodes_[g.nodes[i]];
+        n.parent = g.parents[i];
+        n.child_graph = g.kinds[i] == "graph";
+        if (n.parent != 0) nodes_[n.parent].children.push_back(g.nodes[i]);
+      }
+      for (const auto& [from, to] : g.edges) {
+        nodes_[to].in.push_back(from);
+        nodes_[from].has_out = true;
+      }
+    }
+  }
+
+  [[nodiscard]] bool empty() const { return nodes_.empty(); }
+
+  /// The node a device record's `node` stands for in the structure: itself,
+  /// or the node it was cloned from (instantiation clones every node).
+  [[nodiscard]] std::optional<std::uint64_t> resolve(std::uint64_t id) const {
+    for (int hops = 0; id != 0 && hops < max_clone_hops; ++hops) {
+      if (nodes_.contains(id)) return id;
+      const auto of = trace_.node_clones.find(id);
+      if (of == trace_.node_clones.end()) break;
+      id = of->second;
+    }
+    return std::nullopt;
+  }
+
+  /// How node `id` was made: its own record, else that of the node it was
+  /// cloned from (instantiation's clones have none of their own); null if
+  /// unknown or if the parameters of any of them changed afterwards (what
+  /// it touches is then not known).
+  [[nodiscard]] const GraphNodeRecord* made(std::uint64_t id) const {
+    const GraphNodeRecord* first = nullptr;
+    for (int hops = 0; id != 0 && hops < max_clone_hops; ++hops) {
+      if (const auto it = trace_.graph_nodes.find(id); it != trace_.graph_nodes.end()) {
+        if (it->second.params_changed) return nullptr;
+        if (first == nullptr) first = &it->second;
+      }
+      const auto of = trace_.node_clones.find(id);
+      if (of == trace_.node_clones.end()) break;
+      id = of->second;
+    }
+    return first;
+  }
+
+  /// The nodes `id` runs after, directly: its edges' sources (a child-graph
+  /// node standing for the last nodes of its graph), or, for the first nodes
+  /// of a child graph, what the child-graph node runs after.
+  /// Nesting deeper than max_nesting (only a hostile trace's parents form a
+  /// cycle) ends the walk there.
+  void predecessors(std::uint64_t id, std::vector<std::uint64_t>& out, int depth = 0) const {
+    const auto it = nodes_.find(id);
+    if (it == nodes_.end() || depth > max_nesting) return;
+    if (it->second.in.empty()) {
+      if (it->second.parent != 0) predecessors(it->second.parent, out, depth + 1);
+      return;
+    }
+    for (const std::uint64_t from : it->second.in) last_of(from, out, depth + 1);
+  }
+
+ private:
+  static constexpr int max_clone_hops = 8;
+  static constexpr int max_nesting = 16;
+
+  struct Node {
+    std::uint64_t parent = 0;
+    bool child_graph = false;
+    bool has_out = false;
+    std::vector<std::uint64_t> in;        // edges' sources
+    std::vector<std::uint64_t> children;  // a child-graph node's nodes
+  };
+
+  // `id` itself, or for a child-graph node the nodes its graph ends with.
+  void last_of(std::uint64_t id, std::vector<std::uint64_t>& out, int depth) const {
+    const auto it = nodes_.find(id);
+    if (it == nodes_.end() || !it->second.child_graph || depth > max_nesting) {
+      out.push_back(id);
+      return;
+    }
+    bool any = false;
+    for (const std::uint64_t c : it->second.children) {
+      const auto child = nodes_.find(c);
+      if (child != nodes_.end() && !child->second.has_out) {
+        last_of(c, out, depth + 1);
+        any = true;
+      }
+    }
+    if (!any) predecessors(id, out, depth + 1);  // an empty child graph passes its own order on
+  }
+
+  const RawTrace& trace_;
+  std::unordered_map<std::uint64_t, Node> nodes_;
+};
+
+// For each record of a launch (in `work`, start order), the positions of
+// the records it waits for by the graph's edges: a backward walk from its
+// node that stops at the first node with a record of this launch.
+std::optional<std::vector<std::vector<std::size_t>>> record_order(const RawTrace& trace,
+                                                                  const GraphStructure& structure,
+                                                                  const std::vector<std::size_t>& work) {
+  std::unordered_map<std::uint64_t, std::size_t> position;  // resolved node -> position in work
+  std::vector<std::uint64_t> node(work.size(), 0);
+  for (std::size_t k = 0; k < work.size(); ++k) {
+    const auto id = structure.resolve(trace.work[work[k]].node);
+    if (!id) return std::nullopt;  // a record outside the known structure: the old rule stands
+    node[k] = *id;
+    position[*id] = k;
+  }
+  std::vector<std::vector<std::size_t>> after(work.size());
+  std::vector<std::uint64_t> stack;
+  std::unordered_set<std::uint64_t> seen;
+  for (std::size_t k = 0; k < work.size(); ++k) {
+    stack.clear();
+    seen.clear();
+    structure.predecessors(node[k], stack);
+    while (!stack.empty()) {
+      const std::uint64_t p = stack.back();
+      stack.pop_back();
+      if (!seen.insert(p).second) continue;
+      if (const auto at = position.find(p); at != position.end()) {
+        if (at->second != k) after[k].push_back(at->second);
+        continue;
+      }
+      structure.predecessors(p, stack);
+    }
+    std::sort(after[k].begin(), after[k].end());
+  }
+  return after;
+}
+
 }  // namespace
 
 bool is_graph_launch(const Call& call) noexcept {
@@ -60,6 +198,12 @@ GraphLaunches::GraphLaunches(const RawTrace& trace, const std::vector<std::size_
   for (const StreamRecord& s : trace.streams) named.insert(s.id);
   for (const Call& c : trace.calls) {
     if (c.stream) named.insert(*c.stream);
+  }
+  const GraphStructure structure(trace);
+  // Calls the trace names as having made a graph node: captured, surely.
+  std::set<std::uint64_t> made_nodes;
+  for (const auto& [id, n] : trace.graph_nodes) {
+    if (n.corr != 0) made_nodes.insert(n.corr);
   }
   std::map<std::uint64_t, bool> capturing;  // per thread
   std::map<std::vector<WorkKey>, std::size_t> graphs;
@@ -76,7 +220,7 @@ GraphLaunches::GraphLaunches(const RawTrace& trace, const std::vector<std::size_
       continue;
     }
     // Work on a stream not being captured still runs (and has records).
-    if (capturing[c.tid] && capturable(c) && !has_work) {
+    if ((capturing[c.tid] || made_nodes.contains(c.corr)) && capturable(c) && !has_work) {
       captured_.insert(i);
       continue;
     }
@@ -108,6 +252,18 @@ GraphLaunches::GraphLaunches(const RawTrace& trace, const std::vector<std::size_
       if (s && s != launch.stream && !named.contains(*s)) internal_.insert(*s);
     }
     launch.graph = graphs.try_emplace(signature(trace, records), graphs.size() + 1).first->second;
+    if (!structure.empty()) {
+      std::vector<std::size_t> by_start = records;
+      std::stable_sort(by_start.begin(), by_start.end(), [&](std::size_t a, std::size_t b) {
+        return std::tie(trace.work[a].start, trace.work[a].end) <
+               std::tie(trace.work[b].start, trace.work[b].end);
+      });
+      launch.after = record_order(trace, structure, by_start);
+      if (launch.after) records = std::move(by_start);
+      for (const std::size_t w : records) launch.nodes.push_back(structure.made(trace.work[w].node));
+    } else {
+      launch.nodes.assign(records.size(), nullptr);
+    }
     launch.work = std::move(records);
     launches_.emplace(i, std::move(launch));
   }

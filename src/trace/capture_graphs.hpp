@@ -13,6 +13,14 @@
 // in and ops on different streams are left unordered; records carry no
 // addresses, so graph ops have no accesses (no race is checked on them).
 //
+// Traces that carry the graphs' structure (`graph`, `graph_node` and
+// `graph_clone` records, and a `node` on each device record) say more: each
+// record is put in its node, through the clones instantiation made, and
+// waits for the nearest recorded nodes its edges lead back from (through
+// empty, event, host and child-graph nodes, which have no records); and a
+// node made by a captured call, or added with its parameters, touches what
+// that call's pointers say.
+//
 // Calls made while a stream was being captured (cudaStreamBeginCapture ..
 // cudaStreamEndCapture) add nodes to a graph; they run nothing. A call of the
 // capturing thread in that window that would issue or order stream work and
@@ -45,8 +53,14 @@ struct GraphLaunch {
   /// empty when the records name none.
   std::optional<std::uint32_t> stream;
   /// Its device records (indices into RawTrace::work): the launch stream's
-  /// first, then each other stream's in stream id order, each in start order.
+  /// first, then each other stream's in stream id order, each in start order;
+  /// with the graph's structure known, in start order (which edges respect).
   std::vector<std::size_t> work;
+  /// With the graph's structure known: per record, the positions in `work`
+  /// of the records it waits for by the graph's edges (the nearest ones).
+  std::optional<std::vector<std::vector<std::size_t>>> after;
+  /// Per record: the node it ran as the app made it; null where unknown.
+  std::vector<const GraphNodeRecord*> nodes;
 };
 
 /// The graph launches and stream-captured calls of a whole trace.

@@ -440,7 +440,35 @@ DeviceWork read_work(const Record& r, work_kind kind) {
   w.async = r.get<bool>("async");
   w.name = r.get<std::string>("name");
   w.sync_type = r.get<std::string>("type");
+  w.node = r.get<std::uint64_t>("node");
   return w;
+}
+
+/// The name of a CUgraphNodeType value (as cuda.h numbers them).
+std::string graph_node_kind(std::uint64_t type) {
+  static constexpr std::array<std::string_view, 14> names{
+      "kernel",       "memcpy",       "memset",           "host",           "graph",     "empty",
+      "wait_event",   "event_record", "semaphore_signal", "semaphore_wait", "mem_alloc", "mem_free",
+      "batch_mem_op", "conditional"};
+  return type < names.size() ? std::string(names[type]) : "unknown";
+}
+
+GraphRecord read_graph(const Record& r) {
+  GraphRecord g;
+  g.exec = r.get<std::uint64_t>("exec");
+  g.graph = r.get<std::uint64_t>("graph");
+  g.nodes = r.get<std::vector<std::uint64_t>>("nodes");
+  const auto types = r.get<std::vector<std::uint64_t>>("types");
+  g.parents = r.get<std::vector<std::uint64_t>>("parents");
+  if (types.size() != g.nodes.size()) r.fail("types", "has not one entry per node");
+  if (g.parents.size() != g.nodes.size()) r.fail("parents", "has not one entry per node");
+  g.kinds.reserve(types.size());
+  for (const std::uint64_t t : types) g.kinds.push_back(graph_node_kind(t));
+  const auto edges = r.get<std::vector<std::uint64_t>>("edges");
+  if (edges.size() % 2 != 0) r.fail("edges", "is not a list of (from, to) pairs");
+  for (std::size_t i = 0; i < edges.size(); i += 2) g.edges.emplace_back(edges[i], edges[i + 1]);
+  g.cut = r.get<bool>("cut");
+  return g;
 }
 
 void read_record(const Record& r, const std::string& type, RawTrace& trace) {
@@ -459,6 +487,21 @@ void read_record(const Record& r, const std::string& type, RawTrace& trace) {
         {r.require<std::uint32_t>("stream"), r.get<std::string>("kind", "blocking"), r.get<int>("priority")});
   } else if (type == "alias") {
     trace.aliases[r.require<std::uint64_t>("corr")] = r.require<std::uint64_t>("of");
+  } else if (type == "graph_node") {
+    GraphNodeRecord& n = trace.graph_nodes[r.require<std::uint64_t>("node")];
+    const bool changed = n.params_changed;
+    n = GraphNodeRecord{r.get<std::uint64_t>("corr"),  r.get<std::string>("kind"),
+                        r.get<std::string>("kernel"),  r.get<std::vector<std::uint64_t>>("ptrs"),
+                        r.get<std::uint64_t>("dst"),   r.get<std::uint64_t>("src"),
+                        r.get<std::uint64_t>("bytes"), changed};
+  } else if (type == "graph_node_set") {
+    trace.graph_nodes[r.require<std::uint64_t>("node")].params_changed = true;
+  } else if (type == "graph_clone") {
+    const auto node = r.require<std::uint64_t>("node");
+    const auto of = r.require<std::uint64_t>("of");
+    if (node != of) trace.node_clones[node] = of;
+  } else if (type == "graph") {
+    trace.graphs.push_back(read_graph(r));
   } else if (type == "range") {
     trace.ranges.push_back({r.get<std::string>("name"), r.require<std::uint64_t>("start"),
                             r.require<std::uint64_t>("end"), r.get<std::uint64_t>("tid")});

@@ -185,8 +185,8 @@ class BatchWriter {
 
   void kernel(const CUpti_ActivityKernel10& k) {
     if (!timed(k.start, k.end)) return;
-    JsonLine(batch_, "kernel")
-        .number("corr", k.correlationId)
+    JsonLine line(batch_, "kernel");
+    line.number("corr", k.correlationId)
         .number("start", k.start)
         .number("end", k.end)
         .number("stream", k.streamId)
@@ -195,15 +195,16 @@ class BatchWriter {
         .triple("grid", static_cast<std::uint32_t>(k.gridX), static_cast<std::uint32_t>(k.gridY),
                 static_cast<std::uint32_t>(k.gridZ))
         .triple("block", static_cast<std::uint32_t>(k.blockX), static_cast<std::uint32_t>(k.blockY),
-                static_cast<std::uint32_t>(k.blockZ))
-        .finish();
+                static_cast<std::uint32_t>(k.blockZ));
+    if (k.graphNodeId != 0) line.number("node", k.graphNodeId);  // run by a graph launch
+    line.finish();
     ++records_;
   }
 
   void memcpy(const CUpti_ActivityMemcpy6& m) {
     if (!timed(m.start, m.end)) return;
-    JsonLine(batch_, "memcpy")
-        .number("corr", m.correlationId)
+    JsonLine line(batch_, "memcpy");
+    line.number("corr", m.correlationId)
         .number("start", m.start)
         .number("end", m.end)
         .number("bytes", m.bytes)
@@ -212,8 +213,9 @@ class BatchWriter {
         .string("dst", memory_kind_name(m.dstKind))
         .number("stream", m.streamId)
         .number("device", m.deviceId)
-        .boolean("async", (m.flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0)
-        .finish();
+        .boolean("async", (m.flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0);
+    if (m.graphNodeId != 0) line.number("node", m.graphNodeId);
+    line.finish();
     ++records_;
     // CUPTI names the runtime call that made the copy when it knows it; say
     // so in case no driver callback gave the pair.
@@ -244,15 +246,16 @@ class BatchWriter {
 
   void memset(const CUpti_ActivityMemset4& m) {
     if (!timed(m.start, m.end)) return;
-    JsonLine(batch_, "memset")
-        .number("corr", m.correlationId)
+    JsonLine line(batch_, "memset");
+    line.number("corr", m.correlationId)
         .number("start", m.start)
         .number("end", m.end)
         .number("bytes", m.bytes)
         .number("stream", m.streamId)
         .number("device", m.deviceId)
-        .boolean("async", (m.flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0)
-        .finish();
+        .boolean("async", (m.flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0);
+    if (m.graphNodeId != 0) line.number("node", m.graphNodeId);
+    line.finish();
     ++records_;
   }
 

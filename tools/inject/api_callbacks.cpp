@@ -1,5 +1,6 @@
 // The CUPTI callback: runtime and driver API calls become `call` records;
-// resource events announce contexts (for device records) and module unloads.
+// resource events announce contexts (for device records), module unloads and
+// the nodes, clones and instantiations of CUDA graphs (graphs.hpp).
 //
 // An API call is seen twice, at entry and at exit. The entry of the app's
 // call (the outermost on its thread) takes the caller's return addresses, if
@@ -20,6 +21,7 @@
 
 #include "api_params.hpp"
 #include "devices.hpp"
+#include "graphs.hpp"
 #include "kernel_params.hpp"
 #include "streams.hpp"
 #include "trace_names.hpp"
@@ -264,6 +266,7 @@ void write_call_begun_before_tracing(Tracer& tracer, ThreadState& ts, CUpti_Call
   ts.has_ptrs = false;
   ts.entry_stream.reset();
   write_call(tracer, ts, domain, cbid, cb);
+  write_pending_graph_records(ts);
 }
 
 void on_exit(Tracer& tracer, ThreadState& ts, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -291,10 +294,18 @@ void on_exit(Tracer& tracer, ThreadState& ts, CUpti_CallbackDomain domain, CUpti
     return;
   }
   ts.depth = index;
-  if (index == 0) write_call(tracer, ts, domain, cbid, cb);
+  if (index == 0) {
+    write_call(tracer, ts, domain, cbid, cb);
+    write_pending_graph_records(ts);  // the graph nodes and instantiations the call made
+  }
 }
 
-void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& data) {
+void on_resource(ThreadState& ts, CUpti_CallbackId cbid, const CUpti_ResourceData& data) {
+  if (is_graph_resource(cbid)) {
+    if (data.resourceDescriptor != nullptr)
+      on_graph_resource(ts, cbid, *static_cast<const CUpti_GraphData*>(data.resourceDescriptor));
+    return;
+  }
   switch (cbid) {
     case CUPTI_CBID_RESOURCE_CONTEXT_CREATED: note_context_created(data.context); break;
     case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: note_context_destroyed(data.context); break;
@@ -332,7 +343,9 @@ void CUPTIAPI on_api_callback(void* /*userdata*/, CUpti_CallbackDomain domain, C
         }
         break;
       }
-      case CUPTI_CB_DOMAIN_RESOURCE: on_resource(cbid, *static_cast<const CUpti_ResourceData*>(data)); break;
+      case CUPTI_CB_DOMAIN_RESOURCE:
+        on_resource(ts, cbid, *static_cast<const CUpti_ResourceData*>(data));
+        break;
       default: break;
     }
   } catch (...) {

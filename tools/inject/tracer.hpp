@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "api_params.hpp"
@@ -104,6 +105,20 @@ struct ThreadState {
   std::string kernel;
   std::vector<std::uint64_t> ptrs;
   std::uint32_t last_alias = 0;  ///< the last driver corr aliased, so each pair is written once
+
+  /// Graph nodes made during the app's call, described at its exit (graphs.hpp).
+  struct NewGraphNode {
+    CUgraphNode node = nullptr;
+    std::uint64_t id = 0;    ///< CUPTI's node id
+    std::uint32_t corr = 0;  ///< the app's call that made it; 0 if none was open
+    bool captured = false;   ///< made by a stream call under capture (its call record has the parameters)
+  };
+  std::vector<NewGraphNode> new_graph_nodes;
+  /// Ids of the nodes cloned during the app's call (instantiation): their
+  /// `graph_clone` record ties them to the node they copy, which has its record.
+  std::vector<std::uint64_t> cloned_graph_nodes;
+  /// Graphs instantiated during the app's call, walked at its exit.
+  std::vector<std::pair<CUgraph, CUgraphExec>> new_graph_execs;
 
   /// Stream ids this thread knows to have their record (a cache in front of
   /// the process-wide set, so most calls take no lock for it).

@@ -93,6 +93,38 @@ struct DeviceWork {
   bool async = false;                   ///< memcpy, memset: enqueued by an asynchronous call
   std::string name;                     ///< kernel name
   std::string sync_type;                ///< sync: "stream", "event", "context", "stream_wait_event"
+  /// Kernels, copies and memsets a graph launch ran: CUPTI's id of the
+  /// executable graph's node (GraphNodeRecord, RawTrace::node_clones); 0 otherwise.
+  std::uint64_t node = 0;
+};
+
+/// A node of a CUDA graph as the app made it (a `graph_node` record).
+struct GraphNodeRecord {
+  /// The app's call that made it: a stream call under capture (whose own
+  /// record has the kernel's pointers, the copy's ends) or cudaGraphAdd*Node; 0: unknown.
+  std::uint64_t corr = 0;
+  /// Nodes added explicitly: "kernel", "memcpy", "memset", ...; empty for a captured node.
+  std::string kind;
+  std::string kernel;               ///< explicit kernel nodes: the (possibly mangled) name
+  std::vector<std::uint64_t> ptrs;  ///< explicit kernel nodes: values of 8-byte parameters
+  std::uint64_t dst = 0;            ///< explicit memcpy and memset nodes
+  std::uint64_t src = 0;            ///< explicit memcpy nodes
+  std::uint64_t bytes = 0;          ///< explicit memcpy and memset nodes
+  /// Its parameters changed after it was made (a `graph_node_set` record):
+  /// what it touches when it runs is no longer known.
+  bool params_changed = false;
+};
+
+/// An instantiated graph's structure (a `graph` record): every node, child
+/// graphs' nodes included, and every edge.
+struct GraphRecord {
+  std::uint64_t exec = 0;            ///< CUPTI's id of the executable graph
+  std::uint64_t graph = 0;           ///< CUPTI's id of the graph instantiated
+  std::vector<std::uint64_t> nodes;  ///< node ids
+  std::vector<std::string> kinds;    ///< per node: "kernel", "memcpy", "graph" (a child graph), "empty", ...
+  std::vector<std::uint64_t> parents;  ///< per node: the child-graph node holding it; 0 at the top
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> edges;  ///< from, to: `to` runs after `from`
+  bool cut = false;  ///< too large or deep: not every node was written
 };
 
 /// A stream the process used.
@@ -180,11 +212,14 @@ struct RawTrace {
   std::vector<DeviceWork> work;                    ///< CUPTI activity records, in the order written
   std::vector<Range> ranges;                       ///< closed NVTX ranges, in the order they ended
   std::map<std::uint64_t, std::uint64_t> aliases;  ///< activity corr -> call corr
-  std::vector<std::string> errors;                 ///< the library's own error records
-  bool complete = false;                           ///< a footer was read
-  std::string end_reason;                          ///< "exit", "signal 15", or empty
-  std::uint64_t dropped = 0;                       ///< records lost, as the footer counts them
-  std::size_t unknown_records = 0;                 ///< lines of a type this reader does not know
+  std::vector<GraphRecord> graphs;                 ///< instantiated graphs, in the order instantiated
+  std::map<std::uint64_t, GraphNodeRecord> graph_nodes;  ///< by node id
+  std::map<std::uint64_t, std::uint64_t> node_clones;    ///< node id -> the node it was cloned from
+  std::vector<std::string> errors;                       ///< the library's own error records
+  bool complete = false;                                 ///< a footer was read
+  std::string end_reason;                                ///< "exit", "signal 15", or empty
+  std::uint64_t dropped = 0;                             ///< records lost, as the footer counts them
+  std::size_t unknown_records = 0;                       ///< lines of a type this reader does not know
   /// The file's format, for reports: "overlap" (libovl_inject's JSON Lines)
   /// or "pytorch-profiler" (a Chrome trace written by torch.profiler).
   std::string format = "overlap";
