@@ -321,6 +321,13 @@ class Converter {
     return region && region->pinned ? host_memory::pinned : host_memory::pageable;
   }
 
+  // A query that answered "ready" for an event recorded earlier (traces
+  // before version 2's event queries name no event: never).
+  [[nodiscard]] bool ready_event_query(const Call& c) const {
+    return (c.api == "cudaEventQuery" || c.api == "cuEventQuery") && c.status == 0 && c.event != 0 &&
+           record_stream_.contains(c.event);
+  }
+
   void convert(std::size_t index) {
     const Call& c = trace_.calls[index];
     if (detail::is_not_ready_poll(c)) {
@@ -337,6 +344,15 @@ class Converter {
     }
     if (graphs_->launch(index)) {
       convert_graph_launch(index);
+      return;
+    }
+    if (ready_event_query(c)) {
+      // The event's work was done when the call returned: what the host does
+      // next comes after it, as after cudaEventSynchronize (PyTorch's caching
+      // allocator reuses a block once a query of its stream's event says so).
+      flush_host_work(ms(c.start));
+      out_.program.synchronize_event(event_of(c.event));
+      from_call(index);
       return;
     }
     switch (c.cls) {
@@ -485,7 +501,7 @@ class Converter {
       name = trace_.work[work->front()].name;
     op.label = name.empty() ? "kernel" : short_name(name);
     // What it touches is inferred from its pointers (capture_accesses.hpp).
-    op.accesses = extents_->kernel_accesses(c.ptrs, allocations_);
+    op.accesses = extents_->kernel_accesses(c.ptrs, c.struct_ptrs, allocations_);
     const bool from_pointers = !op.accesses.empty();
     out_.program.append(std::move(op));
     from_call(index);
@@ -630,7 +646,8 @@ class Converter {
     const std::uint64_t dst = made ? made->dst : node->dst;
     const std::uint64_t bytes = made ? made->bytes : node->bytes;
     if (kernel && w.kind == work_kind::kernel) {
-      accesses = extents_->kernel_accesses(made ? made->ptrs : node->ptrs, allocations_);
+      accesses = made ? extents_->kernel_accesses(made->ptrs, made->struct_ptrs, allocations_)
+                      : extents_->kernel_accesses(node->ptrs, node->struct_ptrs, allocations_);
     } else if (copy && w.kind == work_kind::memcpy && bytes > 0) {
       accesses.push_back(allocations_.access(made ? made->src : node->src, bytes, access_mode::read));
       accesses.push_back(allocations_.access(dst, bytes, access_mode::write));

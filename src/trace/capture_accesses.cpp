@@ -32,6 +32,7 @@ KernelExtents::KernelExtents(const RawTrace& trace, const std::vector<std::size_
         break;
       case call_class::launch:
         for (const std::uint64_t p : c.ptrs) start_at(p, 0);
+        for (const std::uint64_t p : c.struct_ptrs) start_at(p, 0);
         break;
       default: break;
     }
@@ -39,10 +40,12 @@ KernelExtents::KernelExtents(const RawTrace& trace, const std::vector<std::size_
 }
 
 std::vector<Access> KernelExtents::kernel_accesses(const std::vector<std::uint64_t>& ptrs,
+                                                   const std::vector<std::uint64_t>& struct_ptrs,
                                                    const Allocations& live) const {
   std::vector<Access> accesses;
-  for (std::size_t k = 0; k < ptrs.size(); ++k) {
-    const auto region = live.find(ptrs[k]);
+  const std::size_t values = ptrs.size() + struct_ptrs.size();
+  for (std::size_t k = 0; k < values; ++k) {
+    const auto region = live.find(k < ptrs.size() ? ptrs[k] : struct_ptrs[k - ptrs.size()]);
     if (!region) continue;
     std::uint64_t end = region->size;
     if (const auto buffer = starts_.find(region->buffer); buffer != starts_.end()) {

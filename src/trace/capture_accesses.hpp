@@ -1,5 +1,7 @@
 // The capture pass that infers what a kernel touches from its pointer
-// parameters.
+// parameters (and from the address-like words of its struct parameters:
+// PyTorch's and cuBLAS's kernels take their tensors' addresses in structs
+// passed by value).
 //
 // A trace shows a kernel's 8-byte parameters, not the bytes it loads and
 // stores. A parameter that points into an allocation is taken to start the
@@ -35,11 +37,13 @@ class KernelExtents {
   KernelExtents(const RawTrace& trace, const std::vector<std::size_t>& order);
 
   /// The inferred accesses of a kernel launched with pointer parameters
-  /// `ptrs` while `live` are the allocations: a read and a write of each
-  /// part a parameter starts (one per distinct part), each naming the
-  /// position in `ptrs` it came from; pointers into no allocation are not
+  /// `ptrs` and address-like words of struct parameters `struct_ptrs` while
+  /// `live` are the allocations: a read and a write of each part a value
+  /// starts (one per distinct part), each naming the position it came from
+  /// (struct words after the parameters); values in no allocation are not
   /// accesses.
   [[nodiscard]] std::vector<Access> kernel_accesses(const std::vector<std::uint64_t>& ptrs,
+                                                    const std::vector<std::uint64_t>& struct_ptrs,
                                                     const Allocations& live) const;
 
  private:

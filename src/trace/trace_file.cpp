@@ -419,6 +419,7 @@ Call read_call(const Record& r) {
     for (const std::uint64_t g : grid) c.blocks *= g;
   }
   c.ptrs = r.get<std::vector<std::uint64_t>>("ptrs");
+  c.struct_ptrs = r.get<std::vector<std::uint64_t>>("sptrs");
   c.event = r.get<std::uint64_t>("event");
   c.ptr = r.get<std::uint64_t>("ptr");
   c.memory = r.get<std::string>("memory");
@@ -490,10 +491,16 @@ void read_record(const Record& r, const std::string& type, RawTrace& trace) {
   } else if (type == "graph_node") {
     GraphNodeRecord& n = trace.graph_nodes[r.require<std::uint64_t>("node")];
     const bool changed = n.params_changed;
-    n = GraphNodeRecord{r.get<std::uint64_t>("corr"),  r.get<std::string>("kind"),
-                        r.get<std::string>("kernel"),  r.get<std::vector<std::uint64_t>>("ptrs"),
-                        r.get<std::uint64_t>("dst"),   r.get<std::uint64_t>("src"),
-                        r.get<std::uint64_t>("bytes"), changed};
+    n = GraphNodeRecord{};
+    n.corr = r.get<std::uint64_t>("corr");
+    n.kind = r.get<std::string>("kind");
+    n.kernel = r.get<std::string>("kernel");
+    n.ptrs = r.get<std::vector<std::uint64_t>>("ptrs");
+    n.struct_ptrs = r.get<std::vector<std::uint64_t>>("sptrs");
+    n.dst = r.get<std::uint64_t>("dst");
+    n.src = r.get<std::uint64_t>("src");
+    n.bytes = r.get<std::uint64_t>("bytes");
+    n.params_changed = changed;
   } else if (type == "graph_node_set") {
     trace.graph_nodes[r.require<std::uint64_t>("node")].params_changed = true;
   } else if (type == "graph_clone") {

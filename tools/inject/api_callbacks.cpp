@@ -168,7 +168,10 @@ void write_class_fields(JsonLine& line, ThreadState& ts, const CallFields& f,
         line.triple("grid", f.grid[0], f.grid[1], f.grid[2])
             .triple("block", f.block[0], f.block[1], f.block[2]);
       }
-      if (ts.has_ptrs) line.numbers("ptrs", ts.ptrs);
+      if (ts.has_ptrs) {
+        line.numbers("ptrs", ts.ptrs.params);
+        if (!ts.ptrs.in_structs.empty()) line.numbers("sptrs", ts.ptrs.in_structs);
+      }
       break;
     case CallClass::record:
     case CallClass::wait:
@@ -194,8 +197,10 @@ void write_class_fields(JsonLine& line, ThreadState& ts, const CallFields& f,
     case CallClass::stream_create:
       if (created) line.number("stream", *created);
       break;
-    case CallClass::device_sync:
-    case CallClass::other: break;
+    case CallClass::device_sync: break;
+    case CallClass::other:
+      if (f.event != 0) line.number("event", f.event);  // event queries
+      break;
   }
 }
 

@@ -351,6 +351,9 @@ void describe_driver_call(CUpti_CallbackId cbid, const void* params, bool output
     case DRV(cuEventSynchronize):
       set_event(f, CallClass::event_sync, args<cuEventSynchronize_params>(params).hEvent);
       break;
+    case DRV(cuEventQuery):
+      set_event(f, CallClass::other, args<cuEventQuery_params>(params).hEvent);  // as cudaEventQuery
+      break;
 
     // --- memory
     case DRV(cuMemAlloc_v2): {

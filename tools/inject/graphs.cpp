@@ -70,7 +70,8 @@ void describe_explicit_node(ThreadState& ts, CUgraphNode node, JsonLine& line) {
       if (params.kernelParams != nullptr) {
         ts.ptrs.clear();
         append_pointer_params(function, params.kernelParams, ts.ptrs);
-        line.numbers("ptrs", ts.ptrs);
+        line.numbers("ptrs", ts.ptrs.params);
+        if (!ts.ptrs.in_structs.empty()) line.numbers("sptrs", ts.ptrs.in_structs);
       }
       break;
     }

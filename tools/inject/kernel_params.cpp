@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -18,8 +19,8 @@ namespace overlap::inject {
 
 namespace {
 
-/// Per parameter: whether it is 8 bytes wide.
-using Layout = std::vector<bool>;
+/// Per parameter: its size in bytes.
+using Layout = std::vector<std::uint32_t>;
 
 struct LayoutCache {
   std::mutex mutex;
@@ -53,20 +54,41 @@ Layout read_layout(CUfunction function) {
     if (first != CUDA_ERROR_INVALID_VALUE) (void)driver_ok(first, "cuFuncGetParamInfo");
     return layout;
   }
-  layout.push_back(size == sizeof(std::uint64_t));
+  layout.push_back(static_cast<std::uint32_t>(size));
   for (std::size_t i = 1; i < max_params; ++i) {
     const CUresult result =
         as_kernel ? cuKernelGetParamInfo(reinterpret_cast<CUkernel>(function), i, &offset, &size)
                   : cuFuncGetParamInfo(function, i, &offset, &size);
     if (result != CUDA_SUCCESS) break;
-    layout.push_back(size == sizeof(std::uint64_t));
+    layout.push_back(static_cast<std::uint32_t>(size));
   }
   return layout;
 }
 
+/// The range user-space addresses take on 64-bit Linux (x86-64: below
+/// 2^47; AArch64: 2^48); below 2^32 lie sizes, counts and small offsets,
+/// above 2^48 the bit patterns of most doubles.
+bool looks_like_address(std::uint64_t value) {
+  constexpr std::uint64_t lowest = std::uint64_t{1} << 32;
+  constexpr std::uint64_t highest = std::uint64_t{1} << 48;
+  return value >= lowest && value < highest;
+}
+
+/// The address-like 8-byte words of a struct parameter of `size` bytes.
+void append_struct_words(const void* param, std::uint32_t size, std::vector<std::uint64_t>& out) {
+  const auto* bytes = static_cast<const unsigned char*>(param);
+  for (std::uint32_t at = 0; at + sizeof(std::uint64_t) <= size && out.size() < max_struct_words;
+       at += sizeof(std::uint64_t)) {
+    std::uint64_t value = 0;
+    std::memcpy(&value, bytes + at, sizeof value);  // a struct's members are laid out at its alignment
+    if (looks_like_address(value) && std::find(out.begin(), out.end(), value) == out.end())
+      out.push_back(value);
+  }
+}
+
 }  // namespace
 
-void append_pointer_params(CUfunction function, void** kernel_params, std::vector<std::uint64_t>& out) {
+void append_pointer_params(CUfunction function, void** kernel_params, PointerArgs& out) {
   if (function == nullptr || kernel_params == nullptr) return;
   LayoutCache& c = cache();
   const std::lock_guard lock(c.mutex);
@@ -74,14 +96,18 @@ void append_pointer_params(CUfunction function, void** kernel_params, std::vecto
   if (it == c.layouts.end()) it = c.layouts.emplace(function, read_layout(function)).first;
   const Layout& layout = it->second;
   for (std::size_t i = 0; i < layout.size(); ++i) {
-    if (!layout[i] || kernel_params[i] == nullptr) continue;
-    std::uint64_t value = 0;
-    std::memcpy(&value, kernel_params[i], sizeof value);  // arguments need not be 8-byte aligned
-    if (value != 0) out.push_back(value);
+    if (kernel_params[i] == nullptr) continue;
+    if (layout[i] == sizeof(std::uint64_t)) {
+      std::uint64_t value = 0;
+      std::memcpy(&value, kernel_params[i], sizeof value);  // arguments need not be 8-byte aligned
+      if (value != 0) out.params.push_back(value);
+    } else if (layout[i] > sizeof(std::uint64_t)) {
+      append_struct_words(kernel_params[i], layout[i], out.in_structs);
+    }
   }
 }
 
-bool append_runtime_pointer_params(const void* host_function, void** args, std::vector<std::uint64_t>& out) {
+bool append_runtime_pointer_params(const void* host_function, void** args, PointerArgs& out) {
   if (host_function == nullptr || args == nullptr) return false;
   using GetFuncBySymbol = cudaError_t (*)(cudaFunction_t*, const void*);
   using LastError = cudaError_t (*)();

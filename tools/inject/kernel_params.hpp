@@ -1,8 +1,11 @@
-// A launched kernel's name and the values of its 8-byte parameters (the
-// `kernel` and `ptrs` of a launch record), read through the driver.
+// A launched kernel's name and the values of its parameters that may be
+// addresses (the `kernel`, `ptrs` and `sptrs` of a launch record), read
+// through the driver.
 //
-// The converter matches `ptrs` against allocations to see which buffers a
-// kernel touches. Parameter sizes come from cuFuncGetParamInfo (or
+// The converter matches them against allocations to see which buffers a
+// kernel touches: `ptrs` are the 8-byte parameters; `sptrs` the words of
+// larger ones (structs passed by value) in the range user-space addresses
+// take, which is what keeps floats, sizes and strides out. Parameter sizes come from cuFuncGetParamInfo (or
 // cuKernelGetParamInfo when the handle is a CUkernel, which cuLaunchKernel
 // also accepts) and are cached per handle, so a launch costs one lookup
 // rather than a driver call per parameter; the cache is dropped when a
@@ -19,9 +22,27 @@
 
 namespace overlap::inject {
 
-/// Appends to `out` every non-zero 8-byte argument of a launch of `function`
-/// with the argument array `kernel_params` (one pointer per parameter).
-void append_pointer_params(CUfunction function, void** kernel_params, std::vector<std::uint64_t>& out);
+/// The values a launch passes that may be addresses.
+struct PointerArgs {
+  /// Every non-zero 8-byte parameter.
+  std::vector<std::uint64_t> params;
+  /// Words of the larger parameters (structs passed by value, as PyTorch's
+  /// and cuBLAS's kernels take their tensors' addresses) that look like
+  /// addresses: 8-byte words from 2^32 to 2^48, each value once, at most
+  /// max_struct_words per launch.
+  std::vector<std::uint64_t> in_structs;
+  void clear() noexcept {
+    params.clear();
+    in_structs.clear();
+  }
+};
+
+/// Most address-like words kept from one launch's struct parameters.
+inline constexpr std::size_t max_struct_words = 64;
+
+/// Appends to `out` the values of a launch of `function` with the argument
+/// array `kernel_params` (one pointer per parameter) that may be addresses.
+void append_pointer_params(CUfunction function, void** kernel_params, PointerArgs& out);
 
 /// For a runtime launch whose driver launch CUPTI did not report: finds the
 /// kernel of the host stub `host_function` through the process's shared CUDA
@@ -29,7 +50,7 @@ void append_pointer_params(CUfunction function, void** kernel_params, std::vecto
 /// runtime's `args`. False when there is no shared runtime or it does not
 /// know the stub (a statically linked runtime). The runtime's last-error
 /// state is left as the app had it.
-bool append_runtime_pointer_params(const void* host_function, void** args, std::vector<std::uint64_t>& out);
+bool append_runtime_pointer_params(const void* host_function, void** args, PointerArgs& out);
 
 /// Replaces `out` with the kernel's (usually mangled) name, or clears it.
 void read_kernel_name(CUfunction function, std::string& out);

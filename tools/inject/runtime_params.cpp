@@ -285,6 +285,11 @@ void describe_runtime_call(CUpti_CallbackId cbid, const void* params, bool outpu
     case RT(cudaEventSynchronize_v3020):
       set_event(f, CallClass::event_sync, args<cudaEventSynchronize_v3020_params>(params).event);
       break;
+    case RT(cudaEventQuery_v3020):
+      // Not a synchronization (it may answer "not ready"), but a ready answer
+      // orders what the host does next after the event's work: the event is kept.
+      set_event(f, CallClass::other, args<cudaEventQuery_v3020_params>(params).event);
+      break;
 
     // --- memory
     case RT(cudaMalloc_v3020): {

@@ -80,7 +80,8 @@ ThreadState::ThreadState() : tid(static_cast<std::uint64_t>(::syscall(SYS_gettid
   constexpr std::size_t ptrs_capacity = 64;
   line.reserve(line_capacity);
   kernel.reserve(name_capacity);
-  ptrs.reserve(ptrs_capacity);
+  ptrs.params.reserve(ptrs_capacity);
+  ptrs.in_structs.reserve(max_struct_words);
 }
 
 ThreadState& thread_state() {

@@ -24,6 +24,7 @@
 
 #include "api_params.hpp"
 #include "callers.hpp"
+#include "kernel_params.hpp"
 #include "record_writer.hpp"
 
 namespace overlap::inject {
@@ -103,7 +104,7 @@ struct ThreadState {
   bool launch_seen = false;                   ///< a nested driver launch filled kernel/ptrs
   bool has_ptrs = false;
   std::string kernel;
-  std::vector<std::uint64_t> ptrs;
+  PointerArgs ptrs;
   std::uint32_t last_alias = 0;  ///< the last driver corr aliased, so each pair is written once
 
   /// Graph nodes made during the app's call, described at its exit (graphs.hpp).

@@ -68,9 +68,12 @@ struct Call {
   std::string kernel;                   ///< launches: the (possibly mangled) name
   std::uint64_t blocks = 0;             ///< launches: grid x*y*z
   std::vector<std::uint64_t> ptrs;      ///< launches: values of 8-byte parameters
-  std::uint64_t event = 0;              ///< records, waits, event syncs and creation
-  std::uint64_t ptr = 0;                ///< allocations, frees, registrations
-  std::string memory;                   ///< allocations, frees: "device", "pinned", "managed", "async"
+  /// Launches: words of larger parameters (structs passed by value) that look
+  /// like addresses (`sptrs`; docs/trace-format.md).
+  std::vector<std::uint64_t> struct_ptrs;
+  std::uint64_t event = 0;  ///< records, waits, event syncs and creation
+  std::uint64_t ptr = 0;    ///< allocations, frees, registrations
+  std::string memory;       ///< allocations, frees: "device", "pinned", "managed", "async"
 
   /// Host time spent in the call, ns.
   [[nodiscard]] double duration_ns() const noexcept { return static_cast<double>(end - start); }
@@ -105,11 +108,12 @@ struct GraphNodeRecord {
   std::uint64_t corr = 0;
   /// Nodes added explicitly: "kernel", "memcpy", "memset", ...; empty for a captured node.
   std::string kind;
-  std::string kernel;               ///< explicit kernel nodes: the (possibly mangled) name
-  std::vector<std::uint64_t> ptrs;  ///< explicit kernel nodes: values of 8-byte parameters
-  std::uint64_t dst = 0;            ///< explicit memcpy and memset nodes
-  std::uint64_t src = 0;            ///< explicit memcpy nodes
-  std::uint64_t bytes = 0;          ///< explicit memcpy and memset nodes
+  std::string kernel;                      ///< explicit kernel nodes: the (possibly mangled) name
+  std::vector<std::uint64_t> ptrs;         ///< explicit kernel nodes: values of 8-byte parameters
+  std::vector<std::uint64_t> struct_ptrs;  ///< explicit kernel nodes: address-like words of struct parameters
+  std::uint64_t dst = 0;                   ///< explicit memcpy and memset nodes
+  std::uint64_t src = 0;                   ///< explicit memcpy nodes
+  std::uint64_t bytes = 0;                 ///< explicit memcpy and memset nodes
   /// Its parameters changed after it was made (a `graph_node_set` record):
   /// what it touches when it runs is no longer known.
   bool params_changed = false;

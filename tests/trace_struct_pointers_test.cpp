@@ -1,0 +1,147 @@
+// Kernels that take their buffers' addresses inside structs passed by value
+// (PyTorch's elementwise kernels, cuBLAS's GEMMs): the launch record's
+// `sptrs` give the words of those structs that look like addresses, and
+// the audit infers accesses from them as from pointer parameters.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "overlap/core/device_model.hpp"
+#include "overlap/trace/audit.hpp"
+#include "trace_builder.hpp"
+
+namespace overlap {
+namespace {
+
+using test::TraceBuilder;
+
+constexpr std::uint64_t segment = 0x7f00'0000'0000;  // one allocation holding two tensors
+constexpr std::uint64_t batch = segment;             // written by the side stream's copy
+constexpr std::uint64_t weight = segment + (8 << 20);
+constexpr std::uint64_t out = 0x7f10'0000'0000;
+constexpr std::uint64_t pinned = 0x2000'0000;
+
+// The side stream (21) uploads the next batch while the main stream (20)
+// multiplies the current one; `waits`: the main stream waits for the
+// upload first (wait_stream), else nothing orders the GEMM after it.
+TraceBuilder side_stream_upload(bool waits) {
+  TraceBuilder t;
+  t.stream(20, "blocking").stream(21, "blocking");
+  t.call("cudaMalloc", "alloc", 0, 5, {{"ptr", segment}, {"bytes", 20 << 20}, {"memory", "device"}});
+  t.call("cudaMalloc", "alloc", 5, 10, {{"ptr", out}, {"bytes", 8 << 20}, {"memory", "device"}});
+  t.call("cudaHostAlloc", "alloc", 10, 15, {{"ptr", pinned}, {"bytes", 8 << 20}, {"memory", "pinned"}});
+  t.call("cudaMemcpyAsync", "copy", 20, 22,
+         {{"dst", batch},
+          {"src", pinned},
+          {"bytes", 8 << 20},
+          {"kind", "h2d"},
+          {"stream", 21},
+          {"async", true}});
+  t.work("memcpy", 25, 400,
+         {{"stream", 21}, {"bytes", 8 << 20}, {"kind", "h2d"}, {"src", "pinned"}, {"dst", "device"}});
+  if (waits) {
+    t.call("cudaEventRecord", "record", 23, 24, {{"event", 5}, {"stream", 21}});
+    t.call("cudaStreamWaitEvent", "wait", 24, 25, {{"event", 5}, {"stream", 20}});
+  }
+  // The GEMM's only 8-byte parameter is a count; its operands come in a struct.
+  t.call("cudaLaunchKernel", "launch", 26, 28,
+         {{"stream", 20}, {"kernel", "_Z4gemm6Params"}, {"ptrs", {4096}}, {"sptrs", {batch, weight, out}}});
+  t.work("kernel", waits ? 401 : 30, waits ? 700 : 330, {{"stream", 20}, {"name", "_Z4gemm6Params"}});
+  t.call("cudaDeviceSynchronize", "device_sync", 29, 720);
+  return t.footer();
+}
+
+TEST(TraceStructPointers, AStructsAddressesAreTheKernelsAccesses) {
+  const trace::Capture run = side_stream_upload(/*waits=*/false).capture();
+  const auto gemm = std::find_if(run.program.ops().begin(), run.program.ops().end(),
+                                 [](const Op& op) { return op.kind == op_kind::kernel; });
+  ASSERT_NE(gemm, run.program.ops().end());
+  // Three distinct parts: the batch, the weight (its own start), the output.
+  EXPECT_EQ(gemm->accesses.size(), 6U);
+}
+
+TEST(TraceStructPointers, AnUnorderedUploadIntoAStructOperandIsAPossibleRace) {
+  const trace::AuditReport report =
+      trace::audit(side_stream_upload(/*waits=*/false).capture(), DeviceModel::preset("h100"));
+  const auto race = std::find_if(report.findings.begin(), report.findings.end(),
+                                 [](const trace::AuditFinding& f) { return f.rule == "race"; });
+  ASSERT_NE(race, report.findings.end());
+  EXPECT_EQ(race->level, check::severity::warning) << race->message;  // the GEMM's side is inferred
+  EXPECT_NE(race->message.find("gemm"), std::string::npos) << race->message;
+  EXPECT_NE(race->message.find("H2D"), std::string::npos) << race->message;
+}
+
+TEST(TraceStructPointers, AnOrderedUploadIsNoRace) {
+  const trace::AuditReport report =
+      trace::audit(side_stream_upload(/*waits=*/true).capture(), DeviceModel::preset("h100"));
+  for (const trace::AuditFinding& f : report.findings) EXPECT_NE(f.rule, "race") << f.message;
+}
+
+// PyTorch's caching allocator hands a block to another stream once a query
+// of the event it recorded after the block's last use says "ready": the
+// GEMM on the main stream read the batch; the side stream's next upload
+// into the same block comes after a ready query, so after the GEMM. A query
+// that answered "not ready" orders nothing.
+TraceBuilder reuse_after_query(int query_status) {
+  TraceBuilder t;
+  t.stream(20, "blocking").stream(21, "blocking");
+  t.call("cudaMalloc", "alloc", 0, 5, {{"ptr", segment}, {"bytes", 20 << 20}, {"memory", "device"}});
+  t.call("cudaMalloc", "alloc", 5, 10, {{"ptr", out}, {"bytes", 8 << 20}, {"memory", "device"}});
+  t.call("cudaHostAlloc", "alloc", 10, 15, {{"ptr", pinned}, {"bytes", 8 << 20}, {"memory", "pinned"}});
+  t.call("cudaLaunchKernel", "launch", 20, 22,
+         {{"stream", 20}, {"kernel", "_Z4gemm6Params"}, {"ptrs", {4096}}, {"sptrs", {batch, weight, out}}});
+  t.work("kernel", 25, 300, {{"stream", 20}, {"name", "_Z4gemm6Params"}});
+  t.call("cudaEventRecord", "record", 23, 24, {{"event", 9}, {"stream", 20}});
+  t.call("cudaEventQuery", "other", 310, 311, {{"event", 9}, {"status", query_status}});
+  t.call("cudaMemcpyAsync", "copy", 312, 314,
+         {{"dst", batch},
+          {"src", pinned},
+          {"bytes", 8 << 20},
+          {"kind", "h2d"},
+          {"stream", 21},
+          {"async", true}});
+  t.work("memcpy", 315, 700,
+         {{"stream", 21}, {"bytes", 8 << 20}, {"kind", "h2d"}, {"src", "pinned"}, {"dst", "device"}});
+  t.call("cudaDeviceSynchronize", "device_sync", 315, 720);
+  return t.footer();
+}
+
+TEST(TraceStructPointers, AReadyEventQueryOrdersWhatTheHostIssuesNext) {
+  const trace::AuditReport ready = trace::audit(reuse_after_query(0).capture(), DeviceModel::preset("h100"));
+  for (const trace::AuditFinding& f : ready.findings) EXPECT_NE(f.rule, "race") << f.message;
+  const trace::AuditReport not_ready =
+      trace::audit(reuse_after_query(600).capture(), DeviceModel::preset("h100"));
+  EXPECT_TRUE(std::any_of(not_ready.findings.begin(), not_ready.findings.end(),
+                          [](const trace::AuditFinding& f) { return f.rule == "race"; }));
+}
+
+// Recorded on the H100 (tests/torch/side_stream_race.py under `overlap
+// audit`): the side stream uploads the next batch while the main stream's
+// cuBLAS GEMM, whose operands come in a struct, reads the current one; the
+// racy loop forgets wait_stream and record_stream, the fixed one does not.
+trace::AuditReport recorded(const std::string& name) {
+  return trace::audit(trace::capture(trace::load_trace(std::string(OVERLAP_SOURCE_DIR) +
+                                                       "/tests/fixtures/traces/torch/" + name + ".jsonl")),
+                      DeviceModel::preset("h100"));
+}
+
+TEST(TraceStructPointers, PyTorchsSideStreamRaceIsFoundAndItsFixIsClean) {
+  const trace::AuditReport racy = recorded("side_stream_race");
+  std::size_t races = 0;
+  for (const trace::AuditFinding& f : racy.findings) {
+    if (f.rule != "race") continue;
+    ++races;
+    EXPECT_EQ(f.level, check::severity::warning) << f.message;  // the GEMM's side is inferred
+    EXPECT_NE(f.message.find("gemm"), std::string::npos) << f.message;
+    EXPECT_NE(f.message.find("H2D"), std::string::npos) << f.message;
+  }
+  EXPECT_GE(races, 1U);
+  // wait_stream orders the GEMM after the upload; record_stream makes the
+  // allocator reuse a block only after a ready query of the main stream's event.
+  for (const trace::AuditFinding& f : recorded("side_stream_fixed").findings)
+    EXPECT_NE(f.rule, "race") << f.message;
+}
+
+}  // namespace
+}  // namespace overlap
