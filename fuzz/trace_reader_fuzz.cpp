@@ -5,7 +5,9 @@
 // 7th byte, must read exactly as the whole file does: the same records, or
 // the same error (one overlap::invalid_input naming the line). A crash, a
 // sanitizer report, a hang, any other exception or a difference is a
-// finding.
+// finding. A trace that reads must then capture into a Program (or be
+// refused with an invalid_input): the graph records' nodes, edges and clones,
+// and the pointers kernels pass, are walked there.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +17,7 @@
 #include <string_view>
 
 #include "overlap/core/error.hpp"
+#include "overlap/trace/capture.hpp"
 #include "overlap/trace/trace_file.hpp"
 
 namespace {
@@ -55,6 +58,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::fprintf(stderr, "the trace read in pieces differs from the whole file\n  whole:  %s\n  pieces: %s\n",
                  whole.c_str(), in_pieces.c_str());
     std::abort();
+  }
+  if (!whole.starts_with("error: ")) {
+    try {
+      std::istringstream in{std::string(bytes)};
+      (void)overlap::trace::capture(overlap::trace::read_trace(in, "t.jsonl"));
+    } catch (const overlap::invalid_input&) {
+      // A trace that reads but cannot be captured (no CUDA work) is refused as one.
+    }
   }
   return 0;
 }
