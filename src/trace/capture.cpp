@@ -328,6 +328,12 @@ class Converter {
            record_stream_.contains(c.event);
   }
 
+  // A stream query that answered "ready" (traces before version 2's stream
+  // queries name no stream: never).
+  [[nodiscard]] static bool ready_stream_query(const Call& c) {
+    return (c.api == "cudaStreamQuery" || c.api == "cuStreamQuery") && c.status == 0 && c.stream.has_value();
+  }
+
   void convert(std::size_t index) {
     const Call& c = trace_.calls[index];
     if (detail::is_not_ready_poll(c)) {
@@ -352,6 +358,12 @@ class Converter {
       // allocator reuses a block once a query of its stream's event says so).
       flush_host_work(ms(c.start));
       out_.program.synchronize_event(event_of(c.event));
+      from_call(index);
+      return;
+    }
+    if (ready_stream_query(c)) {  // likewise for all the stream's work
+      flush_host_work(ms(c.start));
+      out_.program.synchronize(stream_of(c.stream));
       from_call(index);
       return;
     }

@@ -198,8 +198,9 @@ void write_class_fields(JsonLine& line, ThreadState& ts, const CallFields& f,
       if (created) line.number("stream", *created);
       break;
     case CallClass::device_sync: break;
-    case CallClass::other:
-      if (f.event != 0) line.number("event", f.event);  // event queries
+    case CallClass::other:  // event and stream queries
+      if (f.event != 0) line.number("event", f.event);
+      put_stream();
       break;
   }
 }

@@ -351,6 +351,12 @@ void describe_driver_call(CUpti_CallbackId cbid, const void* params, bool output
     case DRV(cuEventSynchronize):
       set_event(f, CallClass::event_sync, args<cuEventSynchronize_params>(params).hEvent);
       break;
+    case DRV(cuStreamQuery):
+    case DRV(cuStreamQuery_ptsz): {
+      f.per_thread = cbid == DRV(cuStreamQuery_ptsz);
+      set_stream(f, CallClass::other, args<cuStreamQuery_params>(params).hStream);  // as cudaStreamQuery
+      break;
+    }
     case DRV(cuEventQuery):
       set_event(f, CallClass::other, args<cuEventQuery_params>(params).hEvent);  // as cudaEventQuery
       break;

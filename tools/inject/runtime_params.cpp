@@ -285,6 +285,13 @@ void describe_runtime_call(CUpti_CallbackId cbid, const void* params, bool outpu
     case RT(cudaEventSynchronize_v3020):
       set_event(f, CallClass::event_sync, args<cudaEventSynchronize_v3020_params>(params).event);
       break;
+    case RT(cudaStreamQuery_v3020):
+    case RT(cudaStreamQuery_ptsz_v7000): {
+      // As cudaEventQuery: a ready answer orders the host after the stream's work.
+      f.per_thread = cbid == RT(cudaStreamQuery_ptsz_v7000);
+      set_stream(f, CallClass::other, args<cudaStreamQuery_v3020_params>(params).stream);
+      break;
+    }
     case RT(cudaEventQuery_v3020):
       // Not a synchronization (it may answer "not ready"), but a ready answer
       // orders what the host does next after the event's work: the event is kept.
