@@ -75,6 +75,20 @@ TEST(TraceGraphs, LaunchWorkBecomesOpsOnTheStreamsItRanOn) {
             2);
 }
 
+// A graph's kernel fills the share of the SMs its grid can (the record's
+// grid over the device's 100 SMs), as a launched kernel does.
+TEST(TraceGraphs, AGraphKernelsGridGivesItsShareOfTheGpu) {
+  TraceBuilder t;
+  t.stream(13, "blocking");
+  t.call("cudaGraphLaunch", "other", 100, 110, {{"stream", 13}});
+  t.work("kernel", 120, 220, {{"stream", 13}, {"name", "_Z1kv"}, {"grid", {25, 2, 1}}});
+  const trace::Capture run = t.footer().capture();
+  const auto kernel = std::find_if(run.program.ops().begin(), run.program.ops().end(),
+                                   [](const Op& op) { return op.kind == op_kind::kernel; });
+  ASSERT_NE(kernel, run.program.ops().end());
+  EXPECT_DOUBLE_EQ(kernel->gpu_share, 0.5);
+}
+
 // A graph whose memcpy node writes pageable memory: the driver stages it
 // inside cudaGraphLaunch, which returns only once the graph's copy is done
 // (simpleCudaGraphs' 8-byte result). That time is the host blocked, not

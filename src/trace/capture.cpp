@@ -706,6 +706,9 @@ class Converter {
       default:
         op.kind = op_kind::kernel;
         op.duration = measured;
+        // As for a launch: the share of the SMs its grid can fill (from the record's grid).
+        if (out_.sms > 0 && w.blocks > 0)
+          op.gpu_share = std::min(1.0, static_cast<double>(w.blocks) / static_cast<double>(out_.sms));
         op.label = fmt::format("graph {}: {}", graph, w.name.empty() ? "kernel" : short_name(w.name));
         break;
     }

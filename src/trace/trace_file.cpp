@@ -442,6 +442,11 @@ DeviceWork read_work(const Record& r, work_kind kind) {
   w.name = r.get<std::string>("name");
   w.sync_type = r.get<std::string>("type");
   w.node = r.get<std::uint64_t>("node");
+  const auto grid = r.get<std::vector<std::uint64_t>>("grid");
+  if (!grid.empty()) {
+    w.blocks = 1;
+    for (const std::uint64_t g : grid) w.blocks *= g;
+  }
   return w;
 }
 

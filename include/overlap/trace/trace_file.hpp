@@ -95,6 +95,7 @@ struct DeviceWork {
   std::string dst_kind;                 ///< memcpy: the destination's memory kind, as src_kind
   bool async = false;                   ///< memcpy, memset: enqueued by an asynchronous call
   std::string name;                     ///< kernel name
+  std::uint64_t blocks = 0;             ///< kernel: grid x*y*z; 0 where the record has no grid
   std::string sync_type;                ///< sync: "stream", "event", "context", "stream_wait_event"
   /// Kernels, copies and memsets a graph launch ran: CUPTI's id of the
   /// executable graph's node (GraphNodeRecord, RawTrace::node_clones); 0 otherwise.
