@@ -264,7 +264,7 @@ TEST(TraceGraphs, GraphSetUpBetweenPhasesIsNoIdleGap) {
 // structure recorded (nodes made by the captured calls, the instantiated
 // graph's edges, the exec's clones, each record's node), k2 and k4 run on
 // the driver's stream 30 and the launch stream and wait by the edges.
-TraceBuilder captured_fork_join(bool join_edge) {
+TraceBuilder captured_fork_join(bool join_edge, bool stray_record = false) {
   constexpr std::uint64_t a = 0x7000'0000'0000;
   constexpr std::uint64_t b = 0x7000'1000'0000;
   TraceBuilder t;
@@ -302,6 +302,14 @@ TraceBuilder captured_fork_join(bool join_edge) {
     t.work("kernel", at + 125, at + 200, {{"stream", 20}, {"name", "_Z2k3Pf"}, {"node", 103}});
     t.work("kernel", at + 305, at + 400, {{"stream", 20}, {"name", "_Z2k4PfS_"}, {"node", 104}});
     t.call("cudaStreamSynchronize", "stream_sync", at + 11, at + 410, {{"stream", 20}});
+  }
+  if (stray_record) {  // a third launch ran a kernel of a node in no graph record
+    t.call("cudaGraphLaunch", "other", 3000, 3010, {{"stream", 20}});
+    t.work("kernel", 3020, 3120, {{"stream", 20}, {"name", "_Z2k1PfS_"}, {"node", 101}});
+    t.work("kernel", 3125, 3300, {{"stream", 30}, {"name", "_Z2k2Pf"}, {"node", 102}});
+    t.work("kernel", 3305, 3400, {{"stream", 20}, {"name", "_Z2k4PfS_"}, {"node", 104}});
+    t.work("kernel", 3401, 3402, {{"stream", 20}, {"name", "_Z4bodyv"}, {"node", 777}});
+    t.call("cudaStreamSynchronize", "stream_sync", 3011, 3410, {{"stream", 20}});
   }
   return t.footer();
 }
@@ -342,6 +350,15 @@ TEST(TraceGraphs, AMissingEdgeInsideAGraphIsARace) {
   ASSERT_NE(race, report.findings.end());
   EXPECT_NE(race->message.find("k2"), std::string::npos) << race->message;
   EXPECT_NE(race->message.find("k4"), std::string::npos) << race->message;
+}
+
+// A record whose node is in no recorded graph (a conditional node's body,
+// say) leaves the launch's order unknown: then no node of it has accesses,
+// or the nodes the edges ordered on different streams would race.
+TEST(TraceGraphs, NoAccessesWhereTheEdgesAreNotKnown) {
+  const trace::AuditReport report = trace::audit(
+      captured_fork_join(/*join_edge=*/true, /*stray_record=*/true).capture(), DeviceModel::preset("h100"));
+  for (const trace::AuditFinding& f : report.findings) EXPECT_NE(f.rule, "race") << f.message;
 }
 
 // A node whose parameters changed after it was made touches what the trace

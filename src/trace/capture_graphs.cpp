@@ -260,6 +260,11 @@ GraphLaunches::GraphLaunches(const RawTrace& trace, const std::vector<std::size_
       });
       launch.after = record_order(trace, structure, by_start);
       if (launch.after) records = std::move(by_start);
+    }
+    // Accesses only where the edges are known too: without them ops on
+    // different streams are unordered, and their accesses would make races
+    // of work the graph ordered.
+    if (launch.after) {
       for (const std::size_t w : records) launch.nodes.push_back(structure.made(trace.work[w].node));
     } else {
       launch.nodes.assign(records.size(), nullptr);

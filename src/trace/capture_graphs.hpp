@@ -59,7 +59,8 @@ struct GraphLaunch {
   /// With the graph's structure known: per record, the positions in `work`
   /// of the records it waits for by the graph's edges (the nearest ones).
   std::optional<std::vector<std::vector<std::size_t>>> after;
-  /// Per record: the node it ran as the app made it; null where unknown.
+  /// Per record: the node it ran as the app made it; null where unknown,
+  /// and for every record where `after` is empty.
   std::vector<const GraphNodeRecord*> nodes;
 };
 
