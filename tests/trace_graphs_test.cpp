@@ -361,6 +361,22 @@ TEST(TraceGraphs, NoAccessesWhereTheEdgesAreNotKnown) {
   for (const trace::AuditFinding& f : report.findings) EXPECT_NE(f.rule, "race") << f.message;
 }
 
+// A graph with an event wait node (ordered after work outside it, which the
+// Program does not show) gives its nodes no accesses either.
+TEST(TraceGraphs, NoAccessesInAGraphOrderedWithOutsideWork) {
+  TraceBuilder t = captured_fork_join(/*join_edge=*/false);
+  // The same graph's record again, with an event wait node 5 before k4.
+  t.line({{"t", "graph"},
+          {"exec", 9},
+          {"graph", 8},
+          {"nodes", {1, 2, 3, 4, 5}},
+          {"types", {0, 0, 0, 0, 6}},
+          {"parents", {0, 0, 0, 0, 0}},
+          {"edges", {1, 2, 1, 3, 3, 4, 5, 4}}});
+  const trace::AuditReport report = trace::audit(t.capture(), DeviceModel::preset("h100"));
+  for (const trace::AuditFinding& f : report.findings) EXPECT_NE(f.rule, "race") << f.message;
+}
+
 // A node whose parameters changed after it was made touches what the trace
 // no longer knows: no accesses, so no race is claimed on stale pointers.
 TEST(TraceGraphs, ANodeWhoseParametersChangedHasNoAccesses) {

@@ -54,10 +54,18 @@ class GraphStructure {
  public:
   explicit GraphStructure(const RawTrace& trace) : trace_(trace) {
     for (const GraphRecord& g : trace.graphs) {
+      // Nodes that order the graph with work outside it (event record and
+      // wait nodes, external semaphores, memory operations, conditional
+      // bodies) make that order unknown here.
+      const bool outside = std::any_of(g.kinds.begin(), g.kinds.end(), [](const std::string& kind) {
+        return kind == "wait_event" || kind == "event_record" || kind.starts_with("semaphore") ||
+               kind == "batch_mem_op" || kind == "conditional" || kind == "unknown";
+      });
       for (std::size_t i = 0; i < g.nodes.size(); ++i) {
         Node& n = nodes_[g.nodes[i]];
         n.parent = g.parents[i];
         n.child_graph = g.kinds[i] == "graph";
+        n.ordered_outside = n.ordered_outside || outside;
         if (n.parent != 0) nodes_[n.parent].children.push_back(g.nodes[i]);
       }
       for (const auto& [from, to] : g.edges) {
@@ -79,6 +87,13 @@ class GraphStructure {
       id = of->second;
     }
     return std::nullopt;
+  }
+
+  /// Node `id` (resolved) belongs to a graph with nodes that order it with
+  /// work outside it (GraphStructure's constructor).
+  [[nodiscard]] bool ordered_outside(std::uint64_t id) const {
+    const auto it = nodes_.find(id);
+    return it != nodes_.end() && it->second.ordered_outside;
   }
 
   /// How node `id` was made: its own record, else that of the node it was
@@ -122,6 +137,7 @@ class GraphStructure {
     std::uint64_t parent = 0;
     bool child_graph = false;
     bool has_out = false;
+    bool ordered_outside = false;
     std::vector<std::uint64_t> in;        // edges' sources
     std::vector<std::uint64_t> children;  // a child-graph node's nodes
   };
@@ -264,7 +280,13 @@ GraphLaunches::GraphLaunches(const RawTrace& trace, const std::vector<std::size_
     // Accesses only where the edges are known too: without them ops on
     // different streams are unordered, and their accesses would make races
     // of work the graph ordered.
-    if (launch.after) {
+    // Nor where the graph also orders itself with outside work through
+    // nodes the Program does not have.
+    const bool outside = std::any_of(records.begin(), records.end(), [&](std::size_t w) {
+      const auto id = structure.resolve(trace.work[w].node);
+      return id && structure.ordered_outside(*id);
+    });
+    if (launch.after && !outside) {
       for (const std::size_t w : records) launch.nodes.push_back(structure.made(trace.work[w].node));
     } else {
       launch.nodes.assign(records.size(), nullptr);

@@ -60,7 +60,9 @@ struct GraphLaunch {
   /// of the records it waits for by the graph's edges (the nearest ones).
   std::optional<std::vector<std::vector<std::size_t>>> after;
   /// Per record: the node it ran as the app made it; null where unknown,
-  /// and for every record where `after` is empty.
+  /// and for every record where `after` is empty or the graph has nodes that
+  /// order it with outside work (event record or wait, external semaphore,
+  /// memory operation, conditional nodes).
   std::vector<const GraphNodeRecord*> nodes;
 };
 
