@@ -20,6 +20,7 @@
 
 #include "allocations.hpp"
 #include "capture_accesses.hpp"
+#include "capture_graph_ops.hpp"
 #include "capture_graphs.hpp"
 #include "capture_threads.hpp"
 #include "capture_timeline.hpp"
@@ -31,11 +32,6 @@ namespace overlap::trace {
 namespace {
 
 constexpr double ms_per_ns = 1e-6;
-
-/// A device copy with an end in pageable host memory (its activity record says which).
-bool touches_pageable(const DeviceWork& w) {
-  return w.kind == work_kind::memcpy && (w.src_kind == "pageable" || w.dst_kind == "pageable");
-}
 
 std::uint64_t trace_start(const RawTrace& trace) {
   std::uint64_t t0 = UINT64_MAX;
@@ -49,13 +45,6 @@ stream_kind parse_stream_kind(const std::string& kind) {
   if (kind == "legacy_default") return stream_kind::legacy_default;
   if (kind == "per_thread_default") return stream_kind::per_thread_default;
   return stream_kind::blocking;
-}
-
-std::optional<copy_direction> parse_direction(const std::string& kind) {
-  if (kind == "h2d") return copy_direction::h2d;
-  if (kind == "d2h") return copy_direction::d2h;
-  if (kind == "d2d") return copy_direction::d2d;
-  return std::nullopt;  // h2h, or a kind CUDA could not tell
 }
 
 bool is_host_memory_kind(const std::string& kind) {
@@ -433,7 +422,7 @@ class Converter {
 
   void convert_copy(std::size_t index) {
     const Call& c = trace_.calls[index];
-    const auto direction = parse_direction(c.copy_kind);
+    const auto direction = detail::parse_direction(c.copy_kind);
     if (!direction) {  // a host-to-host copy is host work
       convert_other(index);
       return;
@@ -530,8 +519,9 @@ class Converter {
     const detail::GraphLaunch& g = *graphs_->launch(index);
     // A memcpy node on pageable memory makes the launch hold the host until
     // the driver has staged that copy, as a pageable cudaMemcpyAsync does.
-    const bool pageable = std::any_of(g.work.begin(), g.work.end(),
-                                      [&](std::size_t w) { return touches_pageable(trace_.work[w]); });
+    const bool pageable = std::any_of(g.work.begin(), g.work.end(), [&](std::size_t w) {
+      return detail::touches_pageable(trace_.work[w]);
+    });
     // The launch's time before its work began is host time (uploading the
     // graph), as measured. The time after is too, except with a pageable
     // node: there the model's blocking at that copy (graph_op()) is the wait,
@@ -559,14 +549,7 @@ class Converter {
     // edges lead back to on other streams, through an event each of those
     // records after itself (same-stream order holds anyway).
     const auto stream_at = [&](std::size_t k) { return stream_of(trace_.work[g.work[k]].stream); };
-    std::vector<bool> signals(g.work.size(), false);
-    if (g.after) {
-      for (std::size_t k = 0; k < g.work.size(); ++k) {
-        for (const std::size_t p : (*g.after)[k]) {
-          if (p < k && stream_at(p) != stream_at(k)) signals[p] = true;
-        }
-      }
-    }
+    const std::vector<bool> signals = detail::signalling_records(g, stream_at);
     const auto node_done = [&](std::size_t k) {
       return added_event(fmt::format("graph {} node {} done", g.graph, k));
     };
@@ -578,8 +561,12 @@ class Converter {
             synthesized(out_.program.wait(stream_at(k), node_done(p)));
         }
       }
-      Op op = graph_op(g.graph, trace_.work[w]);
-      op.accesses = graph_node_accesses(g.nodes[k], trace_.work[w]);
+      const DeviceWork& record = trace_.work[w];
+      Op op = detail::graph_work_op(g.graph, record, stream_of(record.stream),
+                                    record.name.empty() ? std::string("kernel") : short_name(record.name),
+                                    {out_.sms, options_.copies_from_model});
+      op.accesses =
+          detail::graph_node_accesses(g.nodes[k], record, trace_, call_by_corr_, *extents_, allocations_);
       const bool from_pointers = op.kind == op_kind::kernel && !op.accesses.empty();
       out_.program.append(std::move(op));
       from_call(index, /*claim_work=*/false);
@@ -637,87 +624,6 @@ class Converter {
     const event_id e = out_.program.add_event(name);
     added_events_.emplace(name, e);
     return e;
-  }
-
-  // What a graph node touches, from the call that made it under stream
-  // capture or the parameters it was added with; none where the trace does
-  // not say (no structure, parameters changed since, no pointers).
-  std::vector<Access> graph_node_accesses(const GraphNodeRecord* node, const DeviceWork& w) {
-    std::vector<Access> accesses;
-    if (node == nullptr || node->params_changed || trace_.gaps.pointers) return accesses;
-    // A node with parameters of its own (added by hand, or cloned at
-    // instantiation) is described by them; a captured one by its call.
-    const Call* made = nullptr;
-    if (node->kind.empty() && node->corr != 0) {
-      if (const auto it = call_by_corr_.find(node->corr); it != call_by_corr_.end())
-        made = &trace_.calls[it->second];
-    }
-    const bool kernel = made ? made->cls == call_class::launch : node->kind == "kernel";
-    const bool copy = made ? made->cls == call_class::copy : node->kind == "memcpy";
-    const bool memset = made ? made->cls == call_class::memset : node->kind == "memset";
-    const std::uint64_t dst = made ? made->dst : node->dst;
-    const std::uint64_t bytes = made ? made->bytes : node->bytes;
-    if (kernel && w.kind == work_kind::kernel) {
-      accesses = made ? extents_->kernel_accesses(made->ptrs, made->struct_ptrs, allocations_)
-                      : extents_->kernel_accesses(node->ptrs, node->struct_ptrs, allocations_);
-    } else if (copy && w.kind == work_kind::memcpy && bytes > 0) {
-      accesses.push_back(allocations_.access(made ? made->src : node->src, bytes, access_mode::read));
-      accesses.push_back(allocations_.access(dst, bytes, access_mode::write));
-    } else if (memset && w.kind == work_kind::memset && bytes > 0) {
-      accesses.push_back(allocations_.access(dst, bytes, access_mode::write));
-    }
-    return accesses;
-  }
-
-  // The op a graph's device record stands for, with its stream and measured
-  // duration; its accesses come from graph_node_accesses.
-  Op graph_op(std::size_t graph, const DeviceWork& w) {
-    Op op;
-    op.stream = stream_of(w.stream);
-    op.mode = call_mode::asynchronous;
-    op.graph_node = true;
-    const double measured = static_cast<double>(w.end - std::min(w.end, w.start)) * ms_per_ns;
-    switch (w.kind) {
-      case work_kind::memcpy: {
-        op.kind = op_kind::copy;
-        op.bytes = w.bytes;
-        // Peer and array copies run on a copy engine as device-to-device ones do.
-        op.direction = parse_direction(w.copy_kind).value_or(copy_direction::d2d);
-        // A node on pageable host memory is staged by the driver inside
-        // cudaGraphLaunch, which holds the host until the copy is done:
-        // host_memory::pageable makes the model block the host here, as for
-        // a pageable cudaMemcpyAsync. Its duration is measured either way
-        // (the device record spans the staged copy): the pageable-async-copy
-        // repair that pins it drops that duration and times it at the pinned
-        // rate, so what pinning saves is the hold and, for large copies, the
-        // staging; an 8-byte result gains next to nothing, as on the device.
-        const bool host_side = op.direction != copy_direction::d2d;
-        op.memory = host_side && touches_pageable(w) ? host_memory::pageable : host_memory::pinned;
-        if (!options_.copies_from_model) op.duration = measured;
-        op.label = fmt::format("graph {}: {}", graph, to_upper(w.copy_kind.empty() ? "copy" : w.copy_kind));
-        break;
-      }
-      case work_kind::memset:
-        op.kind = op_kind::memset;
-        op.bytes = w.bytes;
-        op.duration = measured;
-        op.label = fmt::format("graph {}: memset", graph);
-        break;
-      default:
-        op.kind = op_kind::kernel;
-        op.duration = measured;
-        // As for a launch: the share of the SMs its grid can fill (from the record's grid).
-        if (out_.sms > 0 && w.blocks > 0)
-          op.gpu_share = std::min(1.0, static_cast<double>(w.blocks) / static_cast<double>(out_.sms));
-        op.label = fmt::format("graph {}: {}", graph, w.name.empty() ? "kernel" : short_name(w.name));
-        break;
-    }
-    return op;
-  }
-
-  static std::string to_upper(std::string text) {
-    for (char& ch : text) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    return text;
   }
 
   // Allocation and free drain the device; what the call costs beyond the
