@@ -108,6 +108,18 @@ std::vector<AuditOp> audit_ops(const Capture& run, const std::vector<op_id>& ids
   return ops;
 }
 
+std::vector<std::string> stream_names(const Capture& run, const std::vector<op_id>& ids) {
+  const Program& p = run.program;
+  std::vector<std::string> names;
+  for (const op_id i : ids) {
+    const auto& stream = p.ops()[i].stream;
+    if (!stream) continue;
+    const std::string& name = p.streams()[*stream].name;
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  return names;
+}
+
 }  // namespace detail
 
 std::size_t AuditReport::count(check::severity level) const noexcept {
@@ -186,6 +198,10 @@ AuditReport audit(const Capture& run, const DeviceModel& uncalibrated, const Aud
   if (auto loads = detail::find_lazy_module_loads(run, options, phases)) {
     loads->level = by_consequence(run, *loads, phases, min_saving);
     report.findings.push_back(std::move(*loads));
+  }
+  if (auto serialized = detail::find_serialized_graph_nodes(run, phases)) {
+    serialized->level = by_consequence(run, *serialized, phases, min_saving);
+    report.findings.push_back(std::move(*serialized));
   }
 
   std::stable_sort(report.findings.begin(), report.findings.end(),

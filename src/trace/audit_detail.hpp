@@ -26,6 +26,8 @@ inline constexpr std::size_t max_listed_ops = 20;
 
 /// AuditOps of the first max_listed_ops of `ids`.
 [[nodiscard]] std::vector<AuditOp> audit_ops(const Capture& run, const std::vector<op_id>& ids);
+/// The names of the streams the ops `ids` ran on, each once, in the ops' order.
+[[nodiscard]] std::vector<std::string> stream_names(const Capture& run, const std::vector<op_id>& ids);
 
 /// What the finding's pattern cost in the traced run, when a trace can tell:
 /// in the steady state of `phases` when given (ops whose call began in it),
@@ -51,6 +53,13 @@ inline constexpr std::size_t max_listed_ops = 20;
 [[nodiscard]] std::optional<AuditFinding> find_lazy_module_loads(const Capture& run,
                                                                  const AuditOptions& options,
                                                                  const Phases& phases);
+
+/// Edges of launched graphs (Capture::graph_edges) that order two nodes
+/// touching no common bytes, with room on the device to overlap them and no
+/// other path between them; one finding, its measured cost and predicted
+/// saving (an upper bound) the shorter node of each steady-state pair.
+[[nodiscard]] std::optional<AuditFinding> find_serialized_graph_nodes(const Capture& run,
+                                                                      const Phases& phases);
 
 /// The device's active window: from the first device work's start to the last one's end.
 struct ActiveWindow {

@@ -161,12 +161,7 @@ std::optional<AuditFinding> find_lazy_module_loads(const Capture& run, const Aud
       "Set CUDA_MODULE_LOADING=EAGER (modules load with the context), or touch each kernel during set-up "
       "(cudaFuncGetAttributes on it) so that no first launch lands while other work runs.";
   f.ops = audit_ops(run, ops);
-  for (const op_id i : ops) {
-    const auto& stream = p.ops()[i].stream;
-    if (!stream) continue;
-    const std::string& name = p.streams()[*stream].name;
-    if (std::find(f.streams.begin(), f.streams.end(), name) == f.streams.end()) f.streams.push_back(name);
-  }
+  f.streams = stream_names(run, ops);
   f.measured =
       MeasuredCost{steady_delay,
                    fmt::format("{} first launch{} in the steady state started {} ms late in all",

@@ -550,6 +550,7 @@ class Converter {
     // records after itself (same-stream order holds anyway).
     const auto stream_at = [&](std::size_t k) { return stream_of(trace_.work[g.work[k]].stream); };
     const std::vector<bool> signals = detail::signalling_records(g, stream_at);
+    std::vector<op_id> op_of_record(g.work.size());
     const auto node_done = [&](std::size_t k) {
       return added_event(fmt::format("graph {} node {} done", g.graph, k));
     };
@@ -568,7 +569,7 @@ class Converter {
       op.accesses =
           detail::graph_node_accesses(g.nodes[k], record, trace_, call_by_corr_, *extents_, allocations_);
       const bool from_pointers = op.kind == op_kind::kernel && !op.accesses.empty();
-      out_.program.append(std::move(op));
+      op_of_record[k] = out_.program.append(std::move(op));
       from_call(index, /*claim_work=*/false);
       out_.origin.back().accesses_from_pointers = from_pointers;
       work_.back() = {w};
@@ -577,6 +578,11 @@ class Converter {
       const stream_id s = *out_.program.ops().back().stream;
       stream_busy_until_[s] = std::max(stream_busy_until_[s], end);
       if (signals[k]) synthesized(out_.program.record(node_done(k), s));
+      if (g.after) {
+        for (const std::size_t p : (*g.after)[k]) {
+          if (p < k) out_.graph_edges.emplace_back(op_of_record[p], op_of_record[k]);
+        }
+      }
     }
     for (const stream_id s : branches) {
       const event_id join =

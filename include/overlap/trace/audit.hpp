@@ -34,6 +34,9 @@ inline constexpr std::string_view idle_gap = "idle-gap";
 /// A kernel's first launch waited for its module to load (lazy loading)
 /// while other work ran, and the kernel started late.
 inline constexpr std::string_view lazy_module_load = "lazy-module-load";
+/// An edge of a launched CUDA graph orders two nodes that touch no common
+/// bytes and could have run at once (stream capture chains every call).
+inline constexpr std::string_view graph_serialized_nodes = "graph-serialized-nodes";
 }  // namespace rules
 
 /// What to report.

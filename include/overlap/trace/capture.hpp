@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "overlap/core/device_model.hpp"
@@ -133,6 +134,10 @@ struct Capture {
   /// Per stream, idle time by cause and queue length, over the whole trace.
   StreamActivity stream_activity;
   std::string format = "overlap";  ///< the trace file's format (RawTrace::format)
+  /// Graph launches whose structure the trace records: each op of one with
+  /// an op it waits for by the graph's edges (the nearest recorded node the
+  /// edges lead back to), as (before, after). Either may be on any stream.
+  std::vector<std::pair<op_id, op_id>> graph_edges;
 };
 
 /// `model` with what `run` measured put in: the host's wake-up latency after
