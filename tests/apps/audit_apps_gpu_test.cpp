@@ -338,6 +338,8 @@ const std::vector<Planted>& planted_apps() {
        "warning",
        {},
        {{"kernel", "fill", "cudaGraphLaunch"}, {"kernel", "halve", "cudaGraphLaunch"}}},
+      // Two small kernels chained by stream capture.
+      {"graph_serialized", "graph-serialized-nodes", "warning", {"cudaGraphLaunch"}, {}},
   };
   return apps;
 }
