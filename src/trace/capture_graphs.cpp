@@ -116,22 +116,49 @@ class GraphStructure {
 
   /// The nodes `id` runs after, directly: its edges' sources (a child-graph
   /// node standing for the last nodes of its graph), or, for the first nodes
-  /// of a child graph, what the child-graph node runs after.
-  /// Nesting deeper than max_nesting (only a hostile trace's parents form a
-  /// cycle) ends the walk there.
-  void predecessors(std::uint64_t id, std::vector<std::uint64_t>& out, int depth = 0) const {
-    const auto it = nodes_.find(id);
-    if (it == nodes_.end() || depth > max_nesting) return;
-    if (it->second.in.empty()) {
-      if (it->second.parent != 0) predecessors(it->second.parent, out, depth + 1);
-      return;
+  /// of a child graph, what the child-graph node runs after. Each node is
+  /// expanded once per call, so a hostile trace's shapes (a node in several
+  /// child graphs, parents in a cycle) cost no more than the graph's size.
+  void predecessors(std::uint64_t id, std::vector<std::uint64_t>& out) const {
+    // (node, true): the node itself, or its child graph's last nodes;
+    // (node, false): what the node runs after.
+    std::vector<std::pair<std::uint64_t, bool>> todo{{id, false}};
+    std::unordered_set<std::uint64_t> runs_after_done;
+    std::unordered_set<std::uint64_t> last_done;
+    while (!todo.empty()) {
+      const auto [n, itself] = todo.back();
+      todo.pop_back();
+      const auto it = nodes_.find(n);
+      if (it == nodes_.end()) continue;
+      const Node& node = it->second;
+      if (itself) {
+        if (!node.child_graph) {
+          out.push_back(n);
+          continue;
+        }
+        if (!last_done.insert(n).second) continue;
+        bool any = false;
+        for (const std::uint64_t c : node.children) {
+          const auto child = nodes_.find(c);
+          if (child != nodes_.end() && !child->second.has_out) {
+            todo.emplace_back(c, true);
+            any = true;
+          }
+        }
+        if (!any) todo.emplace_back(n, false);  // an empty child graph passes its own order on
+        continue;
+      }
+      if (!runs_after_done.insert(n).second) continue;
+      if (node.in.empty()) {
+        if (node.parent != 0) todo.emplace_back(node.parent, false);
+        continue;
+      }
+      for (const std::uint64_t from : node.in) todo.emplace_back(from, true);
     }
-    for (const std::uint64_t from : it->second.in) last_of(from, out, depth + 1);
   }
 
  private:
   static constexpr int max_clone_hops = 8;
-  static constexpr int max_nesting = 16;
 
   struct Node {
     std::uint64_t parent = 0;
@@ -141,24 +168,6 @@ class GraphStructure {
     std::vector<std::uint64_t> in;        // edges' sources
     std::vector<std::uint64_t> children;  // a child-graph node's nodes
   };
-
-  // `id` itself, or for a child-graph node the nodes its graph ends with.
-  void last_of(std::uint64_t id, std::vector<std::uint64_t>& out, int depth) const {
-    const auto it = nodes_.find(id);
-    if (it == nodes_.end() || !it->second.child_graph || depth > max_nesting) {
-      out.push_back(id);
-      return;
-    }
-    bool any = false;
-    for (const std::uint64_t c : it->second.children) {
-      const auto child = nodes_.find(c);
-      if (child != nodes_.end() && !child->second.has_out) {
-        last_of(c, out, depth + 1);
-        any = true;
-      }
-    }
-    if (!any) predecessors(id, out, depth + 1);  // an empty child graph passes its own order on
-  }
 
   const RawTrace& trace_;
   std::unordered_map<std::uint64_t, Node> nodes_;
