@@ -524,7 +524,7 @@ class Converter {
     });
     // The launch's time before its work began is host time (uploading the
     // graph), as measured. The time after is too, except with a pageable
-    // node: there the model's blocking at that copy (graph_op()) is the wait,
+    // node: there the model's blocking at that copy (detail::graph_work_op) is the wait,
     // and keeping the measured wait as host work as well would count it
     // twice and leave it in place when a repair pins the copy.
     const double after = charge_call_excess_around_work(c);
