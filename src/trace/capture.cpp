@@ -558,8 +558,7 @@ class Converter {
       const std::size_t w = g.work[k];
       if (g.after) {
         for (const std::size_t p : (*g.after)[k]) {
-          if (p < k && stream_at(p) != stream_at(k))
-            synthesized(out_.program.wait(stream_at(k), node_done(p)));
+          if (stream_at(p) != stream_at(k)) synthesized(out_.program.wait(stream_at(k), node_done(p)));
         }
       }
       const DeviceWork& record = trace_.work[w];
@@ -580,7 +579,7 @@ class Converter {
       if (signals[k]) synthesized(out_.program.record(node_done(k), s));
       if (g.after) {
         for (const std::size_t p : (*g.after)[k]) {
-          if (p < k) out_.graph_edges.emplace_back(op_of_record[p], op_of_record[k]);
+          out_.graph_edges.emplace_back(op_of_record[p], op_of_record[k]);
         }
       }
     }

@@ -111,7 +111,7 @@ std::vector<bool> signalling_records(const GraphLaunch& launch,
   if (!launch.after) return signals;
   for (std::size_t k = 0; k < launch.work.size(); ++k) {
     for (const std::size_t p : (*launch.after)[k]) {
-      if (p < k && stream_of_record(p) != stream_of_record(k)) signals[p] = true;
+      if (stream_of_record(p) != stream_of_record(k)) signals[p] = true;
     }
   }
   return signals;

@@ -175,7 +175,9 @@ class GraphStructure {
 
 // For each record of a launch (in `work`, start order), the positions of
 // the records it waits for by the graph's edges: a backward walk from its
-// node that stops at the first node with a record of this launch.
+// node that stops at the first node with a record of this launch. Only
+// earlier positions are kept: a predecessor ends before its successor
+// starts, so a later one is a tie of zero-length records, which orders nothing.
 std::optional<std::vector<std::vector<std::size_t>>> record_order(const RawTrace& trace,
                                                                   const GraphStructure& structure,
                                                                   const std::vector<std::size_t>& work) {
@@ -199,7 +201,7 @@ std::optional<std::vector<std::vector<std::size_t>>> record_order(const RawTrace
       stack.pop_back();
       if (!seen.insert(p).second) continue;
       if (const auto at = position.find(p); at != position.end()) {
-        if (at->second != k) after[k].push_back(at->second);
+        if (at->second < k) after[k].push_back(at->second);
         continue;
       }
       structure.predecessors(p, stack);

@@ -57,7 +57,8 @@ struct GraphLaunch {
   /// with the graph's structure known, in start order (which edges respect).
   std::vector<std::size_t> work;
   /// With the graph's structure known: per record, the positions in `work`
-  /// of the records it waits for by the graph's edges (the nearest ones).
+  /// of the records it waits for by the graph's edges (the nearest ones),
+  /// all before its own, ascending.
   std::optional<std::vector<std::vector<std::size_t>>> after;
   /// Per record: the node it ran as the app made it; null where unknown,
   /// and for every record where `after` is empty or the graph has nodes that
