@@ -30,8 +30,7 @@ trace::AuditReport audit_of(const trace::Capture& run) {
 }
 
 trace::AuditReport corpus(const std::string& id) {
-  return audit_of(trace::capture(
-      trace::load_trace(std::string(OVERLAP_SOURCE_DIR) + "/tests/fixtures/traces/corpus/" + id + ".jsonl")));
+  return audit_of(trace::capture(test::recorded_trace("corpus/" + id)));
 }
 
 const trace::AuditFinding* find(const trace::AuditReport& r, const std::string& rule) {

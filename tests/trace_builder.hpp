@@ -14,6 +14,12 @@
 
 namespace overlap::test {
 
+/// A trace recorded on the GPU and kept as test data: `name` under
+/// tests/fixtures/traces, without ".jsonl" ("race_copy", "graphs/app_graph_race").
+inline trace::RawTrace recorded_trace(const std::string& name) {
+  return trace::load_trace(std::string(OVERLAP_SOURCE_DIR) + "/tests/fixtures/traces/" + name + ".jsonl");
+}
+
 class TraceBuilder {
  public:
   static constexpr std::uint64_t base_ns = 1'000'000'000;

@@ -12,12 +12,13 @@
 #include "overlap/trace/audit.hpp"
 #include "overlap/trace/capture.hpp"
 #include "overlap/trace/trace_file.hpp"
+#include "trace_builder.hpp"
 
 namespace overlap {
 namespace {
 
 trace::RawTrace fixture(const std::string& name) {
-  return trace::load_trace(std::string(OVERLAP_SOURCE_DIR) + "/tests/fixtures/traces/" + name + ".jsonl");
+  return test::recorded_trace(name);
 }
 
 trace::AuditReport audit_of(const std::string& name) {

@@ -421,9 +421,7 @@ TEST(TraceGraphs, ChildGraphNodesTakeTheirParentsEdges) {
 // from two streams and one built by hand, in which nothing orders `halve`
 // after `fill`; the repaired twin has the edge.
 trace::AuditReport recorded(const std::string& name) {
-  return trace::audit(trace::capture(trace::load_trace(std::string(OVERLAP_SOURCE_DIR) +
-                                                       "/tests/fixtures/traces/graphs/" + name + ".jsonl")),
-                      DeviceModel::preset("h100"));
+  return trace::audit(trace::capture(test::recorded_trace("graphs/" + name)), DeviceModel::preset("h100"));
 }
 
 TEST(TraceGraphs, TheRecordedGraphRaceIsFoundAndItsRepairIsClean) {

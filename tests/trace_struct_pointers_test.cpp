@@ -22,6 +22,20 @@ constexpr std::uint64_t weight = segment + (8 << 20);
 constexpr std::uint64_t out = 0x7f10'0000'0000;
 constexpr std::uint64_t pinned = 0x2000'0000;
 
+// The side stream (21) uploads 8 MiB from pinned memory into the batch: the
+// call at `call` us, the copy on the device from `start` to `end` us.
+void upload_batch(TraceBuilder& t, double call, double start, double end) {
+  t.call("cudaMemcpyAsync", "copy", call, call + 2,
+         {{"dst", batch},
+          {"src", pinned},
+          {"bytes", 8 << 20},
+          {"kind", "h2d"},
+          {"stream", 21},
+          {"async", true}});
+  t.work("memcpy", start, end,
+         {{"stream", 21}, {"bytes", 8 << 20}, {"kind", "h2d"}, {"src", "pinned"}, {"dst", "device"}});
+}
+
 // The side stream (21) uploads the next batch while the main stream (20)
 // multiplies the current one; `waits`: the main stream waits for the
 // upload first (wait_stream), else nothing orders the GEMM after it.
@@ -31,15 +45,7 @@ TraceBuilder side_stream_upload(bool waits) {
   t.call("cudaMalloc", "alloc", 0, 5, {{"ptr", segment}, {"bytes", 20 << 20}, {"memory", "device"}});
   t.call("cudaMalloc", "alloc", 5, 10, {{"ptr", out}, {"bytes", 8 << 20}, {"memory", "device"}});
   t.call("cudaHostAlloc", "alloc", 10, 15, {{"ptr", pinned}, {"bytes", 8 << 20}, {"memory", "pinned"}});
-  t.call("cudaMemcpyAsync", "copy", 20, 22,
-         {{"dst", batch},
-          {"src", pinned},
-          {"bytes", 8 << 20},
-          {"kind", "h2d"},
-          {"stream", 21},
-          {"async", true}});
-  t.work("memcpy", 25, 400,
-         {{"stream", 21}, {"bytes", 8 << 20}, {"kind", "h2d"}, {"src", "pinned"}, {"dst", "device"}});
+  upload_batch(t, 20, 25, 400);
   if (waits) {
     t.call("cudaEventRecord", "record", 23, 24, {{"event", 5}, {"stream", 21}});
     t.call("cudaStreamWaitEvent", "wait", 24, 25, {{"event", 5}, {"stream", 20}});
@@ -100,15 +106,7 @@ TraceBuilder reuse_after(Query query, int query_status) {
   } else {
     t.call("cudaStreamQuery", "other", 310, 311, {{"stream", 20}, {"status", query_status}});
   }
-  t.call("cudaMemcpyAsync", "copy", 312, 314,
-         {{"dst", batch},
-          {"src", pinned},
-          {"bytes", 8 << 20},
-          {"kind", "h2d"},
-          {"stream", 21},
-          {"async", true}});
-  t.work("memcpy", 315, 700,
-         {{"stream", 21}, {"bytes", 8 << 20}, {"kind", "h2d"}, {"src", "pinned"}, {"dst", "device"}});
+  upload_batch(t, 312, 315, 700);
   t.call("cudaDeviceSynchronize", "device_sync", 315, 720);
   return t.footer();
 }
@@ -132,9 +130,7 @@ TEST(TraceStructPointers, AReadyQueryOrdersWhatTheHostIssuesNext) {
 // cuBLAS GEMM, whose operands come in a struct, reads the current one; the
 // racy loop forgets wait_stream and record_stream, the fixed one does not.
 trace::AuditReport recorded(const std::string& name) {
-  return trace::audit(trace::capture(trace::load_trace(std::string(OVERLAP_SOURCE_DIR) +
-                                                       "/tests/fixtures/traces/torch/" + name + ".jsonl")),
-                      DeviceModel::preset("h100"));
+  return trace::audit(trace::capture(test::recorded_trace("torch/" + name)), DeviceModel::preset("h100"));
 }
 
 TEST(TraceStructPointers, PyTorchsSideStreamRaceIsFoundAndItsFixIsClean) {
