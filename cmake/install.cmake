@@ -42,6 +42,10 @@ if(OVERLAP_BUILD_CLI)
     # A private plugin folder: `overlap trace` looks for it in ../lib/overlap
     # beside the executable (tools/overlap/traced_app.cpp).
     install(TARGETS overlap_inject LIBRARY DESTINATION lib/overlap COMPONENT runtime)
+    # Measured accesses, where the Compute Sanitizer API was found (tools/measure).
+    if(TARGET overlap_measure)
+      install(TARGETS overlap_measure LIBRARY DESTINATION lib/overlap COMPONENT runtime)
+    endif()
     # The installed command finds the CUDA runtime it was built against.
     set_target_properties(overlap PROPERTIES INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}")
   endif()

@@ -45,8 +45,25 @@ PY
   python3 -m pip install --quiet --disable-pip-version-check "${wanted[@]}"
 }
 
+# The Compute Sanitizer API (headers and libsanitizer-public.so), which
+# `--accesses measured` is built with (tools/measure): from the CUDA toolkit
+# where it has compute-sanitizer/, else NVIDIA's wheel of the toolkit's
+# version. Without it everything else builds; measured accesses are off.
+install_sanitizer_api() {
+  [ -x /usr/local/cuda/bin/nvcc ] || return 0
+  [ -f /usr/local/cuda/compute-sanitizer/include/sanitizer.h ] && return 0
+  local release
+  release=$(/usr/local/cuda/bin/nvcc --version | sed -n 's/.*release \([0-9]*\.[0-9]*\).*/\1/p')
+  [ -n "$release" ] || return 0
+  python3 -c "import importlib.metadata as m; m.version('nvidia-cuda-sanitizer-api')" 2>/dev/null && return 0
+  echo "overlap: installing nvidia-cuda-sanitizer-api==$release.* (the Compute Sanitizer API)" >&2
+  python3 -m pip install --quiet --disable-pip-version-check "nvidia-cuda-sanitizer-api==$release.*" ||
+    echo "overlap: the Compute Sanitizer API could not be installed: measured accesses will be off" >&2
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
   install_python_packages
+  install_sanitizer_api
   exit 0
 fi
 
@@ -60,3 +77,4 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 install_python_packages
+install_sanitizer_api

@@ -149,6 +149,13 @@ AuditReport audit(const Capture& run, const DeviceModel& uncalibrated, const Aud
   report.notes.insert(report.notes.end(), run.notes.begin(), run.notes.end());
   report.trace_format = run.format;
   report.stream_activity = run.stream_activity;
+  for (const Op& op : run.program.ops()) {
+    if (op.kind != op_kind::kernel) continue;
+    ++report.kernel_accesses.launches;
+    if (std::any_of(op.accesses.begin(), op.accesses.end(),
+                    [](const Access& a) { return a.source == access_source::measured; }))
+      ++report.kernel_accesses.measured;
+  }
 
   // What matters is the steady state: startup (context creation, module
   // loading, set-up allocations) and teardown are one line of the report.

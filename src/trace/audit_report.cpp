@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "audit_phases.hpp"
 #include "overlap/io/exporters.hpp"
@@ -65,6 +66,12 @@ std::string format_text(const AuditReport& r, check::severity fail_on) {
                                 command_line(r.command), r.exit_code, r.calls, r.ops, r.streams,
                                 r.gpu.empty() ? std::string() : fmt::format(", traced on {}", r.gpu));
   for (const std::string& note : r.notes) out += fmt::format("note: {}\n", note);
+  if (std::string_view(r.kernel_accesses.mode()) == "measured")
+    out += fmt::format("kernel accesses: measured for {} of {} launches{}; races on them are certain\n",
+                       r.kernel_accesses.measured, r.kernel_accesses.launches,
+                       r.kernel_accesses.measuring_run_s >= 0.0
+                           ? fmt::format(" (measuring run {:.2f} s)", r.kernel_accesses.measuring_run_s)
+                           : std::string());
   out += detail::phases_text(r);
   for (const AuditFinding& f : r.findings) {
     out += fmt::format("\n{} {}{}: {}", check::to_string(f.level), f.rule,
@@ -162,6 +169,13 @@ std::string format_json(const AuditReport& r, check::severity fail_on) {
         {"engines", engines},
         {"multi_engine_busy_fraction", r.metrics.multi_engine_busy_fraction}}},
       {"stream_activity", stream_activity_json(r.stream_activity)},
+      {"kernel_accesses",
+       {{"mode", r.kernel_accesses.mode()},
+        {"launches", r.kernel_accesses.launches},
+        {"measured", r.kernel_accesses.measured},
+        {"measuring_run_s", r.kernel_accesses.measuring_run_s >= 0.0
+                                ? ordered_json(r.kernel_accesses.measuring_run_s)
+                                : ordered_json(nullptr)}}},
       {"summary",
        {{"errors", r.count(check::severity::error)},
         {"warnings", r.count(check::severity::warning)},

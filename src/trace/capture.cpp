@@ -501,8 +501,11 @@ class Converter {
     if (const auto* work = work_of(c); work && !work->empty() && !trace_.work[work->front()].name.empty())
       name = trace_.work[work->front()].name;
     op.label = name.empty() ? "kernel" : short_name(name);
-    // What it touches is inferred from its pointers (capture_accesses.hpp).
+    // What it touches: measured, where the run was (measured_run.hpp), else
+    // inferred from its pointers (capture_accesses.hpp).
     op.accesses = extents_->kernel_accesses(c.ptrs, c.struct_ptrs, allocations_);
+    if (const auto m = trace_.measured.find(c.corr); m != trace_.measured.end())
+      op.accesses = detail::with_measured_accesses(m->second, std::move(op.accesses), allocations_);
     const bool from_pointers = !op.accesses.empty();
     out_.program.append(std::move(op));
     from_call(index);

@@ -2,6 +2,7 @@
 #include "capture_accesses.hpp"
 
 #include <algorithm>
+#include <set>
 
 namespace overlap::trace::detail {
 
@@ -70,6 +71,30 @@ std::vector<Access> KernelExtents::kernel_accesses(const std::vector<std::uint64
         Access{region->buffer, region->offset, size, access_mode::write, access_source::inferred, parameter});
   }
   return accesses;
+}
+
+std::vector<Access> with_measured_accesses(const MeasuredAccesses& measured, std::vector<Access> inferred,
+                                           const Allocations& live) {
+  std::vector<Access> out;
+  std::set<std::string> seen;
+  const access_source source = measured.exact ? access_source::measured : access_source::inferred;
+  const auto take = [&](const auto& ranges, access_mode mode) {
+    for (const auto& [address, bytes] : ranges) {
+      const auto region = live.find(address);
+      if (!region) continue;  // memory the trace does not know as an allocation
+      out.push_back(Access{region->buffer, region->offset, bytes, mode, source});
+      seen.insert(region->buffer);
+    }
+  };
+  take(measured.reads, access_mode::read);
+  take(measured.writes, access_mode::write);
+  std::set<std::string> pointed;
+  for (const Access& a : inferred) pointed.insert(a.buffer);
+  if (!std::includes(pointed.begin(), pointed.end(), seen.begin(), seen.end())) return inferred;
+  for (Access& a : inferred) {
+    if (!seen.contains(a.buffer)) out.push_back(std::move(a));
+  }
+  return out;
 }
 
 }  // namespace overlap::trace::detail

@@ -52,4 +52,21 @@ class KernelExtents {
   std::map<std::string, std::map<std::uint64_t, std::uint64_t>> starts_;
 };
 
+/// The accesses of a launch that was measured (`--accesses measured`): its
+/// measured ranges in the allocations `live` holds (source measured; inferred
+/// where its table overflowed and the ranges are a hull), then those of
+/// `inferred` (from its parameters) on buffers it was not measured touching.
+/// The measuring run is joined by order (measured_run.hpp); where it put a
+/// range in a buffer none of the launch's parameters points into, the join
+/// went wrong for this launch (a caching allocator that took a new block in
+/// one run and reused one in the other, say), and `inferred` is returned
+/// unchanged: a wrong measurement would prove races that do not exist.
+/// Measurement sees loads, stores, atomics and asynchronous and bulk copies,
+/// not tensor-map (TMA) copies or texture reads: a buffer a parameter points
+/// into that shows no measured access may still be touched that way, so its
+/// inferred access stays, and a race resting on it stays possible.
+[[nodiscard]] std::vector<Access> with_measured_accesses(const MeasuredAccesses& measured,
+                                                         std::vector<Access> inferred,
+                                                         const Allocations& live);
+
 }  // namespace overlap::trace::detail

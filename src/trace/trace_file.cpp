@@ -514,6 +514,17 @@ void read_record(const Record& r, const std::string& type, RawTrace& trace) {
     if (node != of) trace.node_clones[node] = of;
   } else if (type == "graph") {
     trace.graphs.push_back(read_graph(r));
+  } else if (type == "accesses") {
+    // A measured launch's bytes (`overlap audit --accesses measured`, measured_run.hpp).
+    MeasuredAccesses& m = trace.measured[r.require<std::uint64_t>("corr")];
+    const auto pairs = [&](const char* key, auto& out) {
+      const auto flat = r.get<std::vector<std::uint64_t>>(key);
+      if (flat.size() % 2 != 0) r.fail(key, "is not a list of (address, bytes) pairs");
+      for (std::size_t i = 0; i < flat.size(); i += 2) out.emplace_back(flat[i], flat[i + 1]);
+    };
+    pairs("reads", m.reads);
+    pairs("writes", m.writes);
+    m.exact = r.get<bool>("exact", true);
   } else if (type == "range") {
     trace.ranges.push_back({r.get<std::string>("name"), r.require<std::uint64_t>("start"),
                             r.require<std::uint64_t>("end"), r.get<std::uint64_t>("tid")});

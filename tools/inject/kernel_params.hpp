@@ -16,29 +16,11 @@
 
 #include <cuda.h>
 
-#include <cstdint>
 #include <string>
-#include <vector>
+
+#include "pointer_args.hpp"
 
 namespace overlap::inject {
-
-/// The values a launch passes that may be addresses.
-struct PointerArgs {
-  /// Every non-zero 8-byte parameter.
-  std::vector<std::uint64_t> params;
-  /// Words of the larger parameters (structs passed by value, as PyTorch's
-  /// and cuBLAS's kernels take their tensors' addresses) that look like
-  /// addresses: 8-byte words from 2^32 to 2^48, each value once, at most
-  /// max_struct_words per launch.
-  std::vector<std::uint64_t> in_structs;
-  void clear() noexcept {
-    params.clear();
-    in_structs.clear();
-  }
-};
-
-/// Most address-like words kept from one launch's struct parameters.
-inline constexpr std::size_t max_struct_words = 64;
 
 /// Appends to `out` the values of a launch of `function` with the argument
 /// array `kernel_params` (one pointer per parameter) that may be addresses.

@@ -19,6 +19,7 @@
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/error.hpp"
 #include "overlap/io/exporters.hpp"
+#include "overlap/trace/measured_run.hpp"
 #include "overlap/trace/trace_file.hpp"
 #include "subcommand.hpp"
 #include "traced_app.hpp"
@@ -105,6 +106,7 @@ struct AuditCommandOptions {
   std::string from;
   std::vector<std::string> compare;
   bool timings = false;
+  std::string accesses = "inferred";
 };
 
 /// --timings: how long each step of the audit took, printed on stderr at the end.
@@ -276,6 +278,12 @@ int run_audit(const AuditCommandOptions& o, Streams io) {
     throw invalid_input("no app given: put the app and its arguments after -- (see --help)");
   const TemporaryFolder folder;
   StepTimes times;
+  std::optional<MeasuringRun> measuring;
+  std::string measured_lines;  // the joined accesses, for the raw copy (--raw)
+  if (parse_kernel_accesses(o.accesses) == KernelAccesses::measured) {
+    measuring = measure_app(o.command, folder.path(), "audit", io);
+    times.step("the app, measured (Compute Sanitizer)");
+  }
   TracedApp app(o.command, folder.path(), /*app_stdout_to_stderr=*/true);
   // The trace is whole once the tracer's exit handler has run, before CUDA
   // is torn down in the app's process: the audit runs while it ends.
@@ -283,24 +291,31 @@ int run_audit(const AuditCommandOptions& o, Streams io) {
   std::optional<trace::AuditReport> r;
   if (std::optional<trace::RawTrace> whole = app.complete_trace(); whole && has_cuda_activity(*whole)) {
     times.step("the app, traced, until its trace was whole");
+    if (measuring) {
+      join_measuring_run(*whole, *measuring, {}, "audit", io);
+      measured_lines = trace::measured_records(*whole);
+    }
     captured = trace::capture(*whole);
     times.step("capture");
     r = analyse(*captured, o);
     times.step("analysis");
   }
   TracedRun run = app.finish();
+  const double measuring_s = measuring ? measuring->seconds : -1.0;
   times.step(captured ? "the app's exit (after the analysis)" : "the app, traced");
   if (run.signal) io.err << fmt::format("overlap audit: the app was ended by signal {}\n", *run.signal);
   if (captured) {
     keep_raw_copy(run, o.raw);
+    append_raw_records(o.raw, measured_lines);
   } else {
     times.split_off("reading the trace's last records", run.read_after_exit_s);
-    captured = capture_if_any(run, o.raw, o.command.front(), "audit", io);
+    captured = capture_if_any(run, o.raw, o.command.front(), "audit", io, measuring ? &*measuring : nullptr);
     times.step("capture");
     if (!captured) return exit_ok;  // nothing to audit
     r = analyse(*captured, o);
     times.step("analysis");
   }
+  r->kernel_accesses.measuring_run_s = measuring_s;
   return report(*captured, std::move(*r), o, fail_on, o.command, run.exit_code, times, io);
 }
 
@@ -343,6 +358,12 @@ Subcommand add_audit(CLI::App& parent, Streams io) {
   app->add_flag("--timings", o->timings,
                 "Print on stderr how long each step took: the app's traced run, reading the rest of its "
                 "trace, capture, analysis, report");
+  app->add_option("--accesses", o->accesses,
+                  "How kernels' accesses are known: inferred from their pointer parameters (races are then "
+                  "possible, warnings), or measured while they run with the Compute Sanitizer API (exact: "
+                  "races are errors; the app runs several times slower)")
+      ->check(CLI::IsMember({"inferred", "measured"}))
+      ->capture_default_str();
   return {app, [o, io] { return run_audit(*o, io); }};
 }
 

@@ -46,6 +46,7 @@ struct TraceOptions {
   std::string program;
   std::string raw;
   std::string from;
+  std::string accesses = "inferred";
 };
 
 std::vector<io::format> parse_formats(const std::vector<std::string>& names) {
@@ -88,9 +89,13 @@ int run_trace(const TraceOptions& o, Streams io) {
     throw invalid_input("no app given: put the app and its arguments after -- (see --help)");
   const TemporaryFolder folder;
   const bool report_on_stdout = o.output.empty() || o.output == "-";
+  std::optional<MeasuringRun> measuring;
+  if (parse_kernel_accesses(o.accesses) == KernelAccesses::measured)
+    measuring = measure_app(o.command, folder.path(), "trace", io);
   TracedRun run = run_traced(o.command, folder.path(), report_on_stdout);
   if (run.signal) io.err << fmt::format("overlap trace: the app was ended by signal {}\n", *run.signal);
-  const std::optional<trace::Capture> captured = capture_if_any(run, o.raw, o.command.front(), "trace", io);
+  const std::optional<trace::Capture> captured =
+      capture_if_any(run, o.raw, o.command.front(), "trace", io, measuring ? &*measuring : nullptr);
   if (captured) write_capture(*captured, o, formats, io);
   return run.exit_code;
 }
@@ -110,6 +115,11 @@ Subcommand add_trace(CLI::App& parent, Streams io) {
   app->add_option("--raw", o->raw, "Also keep the raw trace (JSON Lines, docs/trace-format.md)");
   app->add_option("--from", o->from, "Read a raw trace written earlier instead of running an app")
       ->check(CLI::ExistingFile);
+  app->add_option("--accesses", o->accesses,
+                  "inferred (default), or measured: record the bytes each kernel read and wrote (Compute "
+                  "Sanitizer API; the app runs several times slower) in the raw trace")
+      ->check(CLI::IsMember({"inferred", "measured"}))
+      ->capture_default_str();
   return {app, [o, io] { return run_trace(*o, io); }};
 }
 

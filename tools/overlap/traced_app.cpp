@@ -16,6 +16,7 @@
 #include <iterator>
 
 #include "overlap/core/error.hpp"
+#include "overlap/trace/measured_run.hpp"
 #include "overlap/trace/trace_file.hpp"
 #include "trace_follower.hpp"
 
@@ -56,18 +57,31 @@ std::string cupti_library() {
   return "libcupti.so";
 }
 
-std::vector<std::string> traced_environment(const fs::path& trace_dir) {
+std::vector<std::string> app_environment(const fs::path& trace_dir, AppRun run) {
   std::vector<std::string> env;
+  std::string preload;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view entry(*e);
     if (entry.starts_with("CUDA_INJECTION64_PATH=") || entry.starts_with("OVERLAP_TRACE_DIR=") ||
-        entry.starts_with("NVTX_INJECTION64_PATH="))
+        entry.starts_with("NVTX_INJECTION64_PATH=") || entry.starts_with("OVERLAP_ACCESSES="))
       continue;
+    if (entry.starts_with("LD_PRELOAD=")) {
+      preload = entry.substr(std::string_view("LD_PRELOAD=").size());
+      continue;
+    }
     env.emplace_back(entry);
   }
-  env.push_back("CUDA_INJECTION64_PATH=" + injection_library().string());
   env.push_back("OVERLAP_TRACE_DIR=" + trace_dir.string());
-  env.push_back("NVTX_INJECTION64_PATH=" + cupti_library());
+  if (run == AppRun::traced) {
+    env.push_back("CUDA_INJECTION64_PATH=" + injection_library().string());
+    env.push_back("NVTX_INJECTION64_PATH=" + cupti_library());
+  } else {
+    // Preloaded, the measuring library subscribes to the Compute Sanitizer
+    // API before the app's first CUDA call (tools/measure/measure.cpp).
+    env.emplace_back("OVERLAP_ACCESSES=measured");
+    preload = preload.empty() ? measure_library().string() : measure_library().string() + ":" + preload;
+  }
+  if (!preload.empty()) env.push_back("LD_PRELOAD=" + preload);
   return env;
 }
 
@@ -128,12 +142,28 @@ fs::path injection_library() {
                   candidates[2].lexically_normal().string()));
 }
 
+KernelAccesses parse_kernel_accesses(std::string_view text) {
+  if (text == "inferred") return KernelAccesses::inferred;
+  if (text == "measured") return KernelAccesses::measured;
+  throw invalid_input(fmt::format("--accesses: '{}' is not a mode (inferred or measured)", text));
+}
+
+fs::path measure_library() {
+  fs::path library = injection_library().parent_path() / "libovl_measure.so";
+  if (!fs::exists(library))
+    throw invalid_input(fmt::format(
+        "--accesses measured: {} was not found; it is built where the Compute Sanitizer API is found (the "
+        "CUDA toolkit's compute-sanitizer/ folder, or OVERLAP_SANITIZER_ROOT when configuring)",
+        library.string()));
+  return library;
+}
+
 TracedApp::TracedApp(const std::vector<std::string>& command, const fs::path& trace_dir,
-                     bool app_stdout_to_stderr)
+                     bool app_stdout_to_stderr, AppRun run)
     : trace_dir_(trace_dir) {
   if (command.empty())
     throw invalid_input("no app given: put the app and its arguments after -- (see --help)");
-  std::vector<std::string> env = traced_environment(trace_dir);
+  std::vector<std::string> env = app_environment(trace_dir, run);
   std::vector<std::string> argv = command;
   std::vector<char*> argv_pointers = pointers(argv);
   std::vector<char*> env_pointers = pointers(env);
@@ -233,6 +263,29 @@ TracedRun run_traced(const std::vector<std::string>& command, const fs::path& tr
   return run;
 }
 
+MeasuringRun run_measuring(const std::vector<std::string>& command, const fs::path& dir,
+                           bool app_stdout_to_stderr) {
+  const auto started = std::chrono::steady_clock::now();
+  MeasuringRun m;
+  {
+    TracedApp app(command, dir, app_stdout_to_stderr, AppRun::measuring);
+    m.exit_code = app.finish().exit_code;
+  }
+  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  // The app's own process, or the child that launched most (a Python
+  // launcher's worker, say): the largest file.
+  std::uintmax_t largest = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("accesses.") || !name.ends_with(".jsonl")) continue;
+    if (const std::uintmax_t size = entry.file_size(); !m.accesses_file || size > largest) {
+      largest = size;
+      m.accesses_file = entry.path();
+    }
+  }
+  return m;
+}
+
 TemporaryFolder::TemporaryFolder() {
   std::string pattern = (fs::temp_directory_path() / "overlap-trace-XXXXXX").string();
   if (::mkdtemp(pattern.data()) == nullptr)
@@ -256,8 +309,48 @@ bool has_cuda_activity(const trace::RawTrace& raw) {
   return !raw.calls.empty() || !raw.work.empty();
 }
 
+void join_measuring_run(trace::RawTrace& raw, const MeasuringRun& measuring, const std::string& raw_copy,
+                        std::string_view command, Streams io) {
+  if (!measuring.accesses_file) return;
+  std::ifstream in(*measuring.accesses_file);
+  const trace::MeasuredJoin join = trace::join_measured_run(raw, in, measuring.accesses_file->string());
+  io.err << fmt::format(
+      "overlap {}: measured accesses: {} of {} kernel launches joined from the measuring run ({} measured "
+      "there{}{})\n",
+      command, join.joined, join.traced_launches, join.measured_launches,
+      join.inexact > 0 ? fmt::format(", {} overflowed to hulls", join.inexact) : "",
+      join.outside > 0 ? fmt::format(", {} ranges outside the app's allocations", join.outside) : "");
+  if (!raw_copy.empty()) append_raw_records(raw_copy, trace::measured_records(raw));
+}
+
+void append_raw_records(const std::string& raw_copy, const std::string& lines) {
+  if (raw_copy.empty() || lines.empty()) return;
+  std::ofstream out(raw_copy, std::ios::app);
+  out << lines;
+  if (!out) throw invalid_input(fmt::format("--raw: cannot write '{}'", raw_copy));
+}
+
+MeasuringRun measure_app(const std::vector<std::string>& app_command, const fs::path& dir,
+                         std::string_view command, Streams io) {
+  io.err << fmt::format(
+      "overlap {}: measuring what each kernel reads and writes: a first run of the app under the Compute "
+      "Sanitizer API (slower), then the traced run\n",
+      command);
+  MeasuringRun m = run_measuring(app_command, dir, /*app_stdout_to_stderr=*/true);
+  if (!m.accesses_file)
+    throw invalid_input(
+        fmt::format("--accesses measured: the measuring run (exit code {}) left no accesses: the app made no "
+                    "CUDA call, or "
+                    "the Compute Sanitizer API did not start (its message is above)",
+                    m.exit_code));
+  io.err << fmt::format("overlap {}: measuring run: {:.2f} s, exit code {}\n", command, m.seconds,
+                        m.exit_code);
+  return m;
+}
+
 std::optional<trace::Capture> capture_if_any(TracedRun& run, const std::string& raw_copy,
-                                             const std::string& app, std::string_view command, Streams io) {
+                                             const std::string& app, std::string_view command, Streams io,
+                                             const MeasuringRun* measuring) {
   keep_raw_copy(run, raw_copy);
   trace::RawTrace raw;
   if (run.raw) {
@@ -266,6 +359,7 @@ std::optional<trace::Capture> capture_if_any(TracedRun& run, const std::string& 
   } else if (run.trace_file) {
     raw = trace::load_trace(*run.trace_file);
   }
+  if (measuring != nullptr) join_measuring_run(raw, *measuring, raw_copy, command, io);
   if (!has_cuda_activity(raw)) {
     io.err << fmt::format(
         "overlap {}: no CUDA activity: '{}' {} (exit code {})\n", command, app,

@@ -33,6 +33,32 @@ struct TracedRun {
   double read_after_exit_s = 0.0;
 };
 
+/// How the traced app's kernels' accesses are known (`--accesses`).
+enum class KernelAccesses {
+  /// From their pointer parameters, by the audit (no cost to the app).
+  inferred,
+  /// Measured while they run, by libovl_measure.so (Compute Sanitizer
+  /// patching): exact, and the app runs several times slower.
+  measured,
+};
+
+/// What a run of the app is for.
+enum class AppRun {
+  /// Traced by libovl_inject.so (CUPTI): the trace file.
+  traced,
+  /// Measured by libovl_measure.so alone (the Compute Sanitizer API takes
+  /// CUPTI's subscriber, so it cannot run beside the tracer): the
+  /// accesses file, accesses.PID.jsonl.
+  measuring,
+};
+
+/// Parses `--accesses`: "inferred" or "measured"; throws overlap::invalid_input otherwise.
+[[nodiscard]] KernelAccesses parse_kernel_accesses(std::string_view text);
+
+/// libovl_measure.so beside the injection library. Throws
+/// overlap::invalid_input, saying how to get it, when it was not built.
+[[nodiscard]] std::filesystem::path measure_library();
+
 /// Where the injection library is: $OVERLAP_INJECT_LIB, else next to this
 /// executable's build or install tree. Throws overlap::invalid_input naming
 /// the places looked at when none has it.
@@ -53,7 +79,7 @@ class TracedApp {
   /// output goes to standard error. Throws overlap::invalid_input if the app
   /// cannot be started.
   TracedApp(const std::vector<std::string>& command, const std::filesystem::path& trace_dir,
-            bool app_stdout_to_stderr);
+            bool app_stdout_to_stderr, AppRun run = AppRun::traced);
   /// Waits for the app if finish() was not called.
   ~TracedApp();
   TracedApp(const TracedApp&) = delete;
@@ -91,6 +117,19 @@ class TracedApp {
 [[nodiscard]] TracedRun run_traced(const std::vector<std::string>& command,
                                    const std::filesystem::path& trace_dir, bool app_stdout_to_stderr);
 
+/// The measuring run of `--accesses measured`.
+struct MeasuringRun {
+  int exit_code = 0;
+  std::optional<std::filesystem::path> accesses_file;  ///< empty when the app measured nothing
+  double seconds = 0.0;                                ///< its wall time
+};
+
+/// Runs `command` once preloaded with libovl_measure.so, its accesses file
+/// written to `dir`, and waits for it. Throws overlap::invalid_input when the
+/// library is missing or the app cannot be started.
+[[nodiscard]] MeasuringRun run_measuring(const std::vector<std::string>& command,
+                                         const std::filesystem::path& dir, bool app_stdout_to_stderr);
+
 /// A temporary folder removed when this goes out of scope.
 class TemporaryFolder {
  public:
@@ -111,12 +150,30 @@ void keep_raw_copy(const TracedRun& run, const std::string& raw_copy);
 /// The trace holds a CUDA call or device work.
 [[nodiscard]] bool has_cuda_activity(const trace::RawTrace& raw);
 
+/// The measuring run of `overlap COMMAND --accesses measured`, with what it
+/// did said on `io.err`. Throws overlap::invalid_input when it measured
+/// nothing (no CUDA, or the Compute Sanitizer API did not start).
+[[nodiscard]] MeasuringRun measure_app(const std::vector<std::string>& app_command,
+                                       const std::filesystem::path& dir, std::string_view command,
+                                       Streams io);
+
+/// Appends `lines` (records) to the raw copy `raw_copy`, if both are set.
+void append_raw_records(const std::string& raw_copy, const std::string& lines);
+
+/// Joins the measuring run's accesses into `raw` (trace::join_measured_run),
+/// says on `io.err` how many launches joined, and appends their `accesses`
+/// records to the raw copy kept (--raw), so that `--from` audits it alike.
+void join_measuring_run(trace::RawTrace& raw, const MeasuringRun& measuring, const std::string& raw_copy,
+                        std::string_view command, Streams io);
+
 /// The raw trace turned into a Capture (the one read while the app ran is
 /// moved out of `run`); `raw_copy`, if set, also receives a copy of the trace file. When the app left no CUDA
 /// activity (it never called CUDA, or crashed before the tracer wrote anything) says so on io.err as `overlap
 /// COMMAND: no CUDA activity ...` and returns nothing.
+/// With `measuring`, its accesses are joined in first (join_measuring_run).
 [[nodiscard]] std::optional<trace::Capture> capture_if_any(TracedRun& run, const std::string& raw_copy,
                                                            const std::string& app, std::string_view command,
-                                                           Streams io);
+                                                           Streams io,
+                                                           const MeasuringRun* measuring = nullptr);
 
 }  // namespace overlap::cli

@@ -132,6 +132,19 @@ struct HostThreadUse {
   double work = 0.0;     ///< its own work between calls, and calls that issue nothing
 };
 
+/// How the kernels' accesses were known (`--accesses`, docs/audit.md).
+struct KernelAccessCounts {
+  std::size_t launches = 0;  ///< kernel ops of the captured Program
+  std::size_t measured = 0;  ///< of them, with accesses measured while they ran
+  /// Wall time of the measuring run of `--accesses measured`, in seconds;
+  /// negative when there was none (set by the caller).
+  double measuring_run_s = -1.0;
+  /// "measured" when a measuring run was made or a launch has measured accesses, else "inferred".
+  [[nodiscard]] const char* mode() const noexcept {
+    return measuring_run_s >= 0.0 || measured > 0 ? "measured" : "inferred";
+  }
+};
+
 /// The audit of one traced run.
 struct AuditReport {
   std::vector<std::string> command;      ///< the app and its arguments (set by the caller)
@@ -151,6 +164,7 @@ struct AuditReport {
   std::vector<std::string> notes;        ///< what the capture could not do
   std::string trace_format = "overlap";  ///< the trace file's format (RawTrace::format)
   StreamActivity stream_activity;        ///< per stream, over the whole run (stream_activity.hpp)
+  KernelAccessCounts kernel_accesses;    ///< how kernels' accesses were known
 
   /// Findings of exactly severity `level`.
   [[nodiscard]] std::size_t count(check::severity level) const noexcept;

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "overlap/core/device_model.hpp"
@@ -205,6 +206,16 @@ struct TraceGaps {
   [[nodiscard]] bool any() const noexcept { return pointers || event_records || stream_kinds || call_status; }
 };
 
+/// What one kernel launch was measured to read and write (`--accesses
+/// measured`), in the traced run's addresses: (address, bytes) pairs.
+struct MeasuredAccesses {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> reads;   ///< (address, bytes) read
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> writes;  ///< (address, bytes) written
+  /// False when the launch's table overflowed: the ranges then include a
+  /// hull of what did not fit, a superset, so races on them stay possible.
+  bool exact = true;
+};
+
 /// A parsed trace file.
 struct RawTrace {
   int version = 0;                                 ///< the header's format version: 1 or 2
@@ -220,6 +231,7 @@ struct RawTrace {
   std::vector<GraphRecord> graphs;                 ///< instantiated graphs, in the order instantiated
   std::map<std::uint64_t, GraphNodeRecord> graph_nodes;  ///< by node id
   std::map<std::uint64_t, std::uint64_t> node_clones;    ///< node id -> the node it was cloned from
+  std::map<std::uint64_t, MeasuredAccesses> measured;    ///< by launch call corr (`accesses` records)
   std::vector<std::string> errors;                       ///< the library's own error records
   bool complete = false;                                 ///< a footer was read
   std::string end_reason;                                ///< "exit", "signal 15", or empty

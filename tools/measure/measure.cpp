@@ -1,0 +1,455 @@
+// libovl_measure.so: measures the bytes each kernel launch reads and writes,
+// with the Compute Sanitizer API, for `overlap audit --accesses measured`.
+//
+// The Compute Sanitizer API takes CUPTI's one callback subscriber, so it
+// cannot run beside the tracer (libovl_inject.so) in one process: `overlap`
+// runs the app twice, first preloaded with this library alone (the
+// measuring run), then traced, and joins the two (src/trace/measured_run.cpp)
+// by the order of launches of each kernel and of allocations of each size.
+//
+// Every module is patched as it loads so that each global-memory access of
+// its kernels calls patches.cu, which merges it into the launch's
+// AccessTable. A table is given to each launch at its start (zeroed on the
+// launch's stream, ahead of the kernel) and read back once the launch is
+// known to have finished: when the app synchronizes its stream or context,
+// before a stream or context is destroyed, and at exit. Tables are reused;
+// when too many launches are waiting to be read (OVERLAP_MEASURE_PENDING,
+// default 2048, about 80 MiB of device memory), the oldest half are read at
+// once, which waits for them: the measuring run is slower anyway, and the
+// memory stays bounded whatever the app does.
+//
+// It writes OVERLAP_TRACE_DIR/accesses.PID.jsonl (docs/trace-format.md,
+// "Measured accesses"): the app's allocations and frees, and each launch's
+// kernel and intervals, all numbered in the order they happened.
+#include <sanitizer.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "access_intervals.hpp"
+#include "access_table.hpp"
+#include "generated_cuda_meta.h"
+#include "generated_cuda_runtime_api_meta.h"
+#include "param_layout.hpp"
+#include "pointer_args.hpp"
+#include "record_writer.hpp"
+
+// The patches' fatbinary, linked in by patches_image.S.
+extern "C" const unsigned char overlap_measure_patches[];
+
+namespace overlap::measure {
+
+namespace {
+
+/// The patch functions and the instructions each is called before.
+struct PatchPoint {
+  Sanitizer_InstructionId instruction;
+  const char* function;
+};
+constexpr PatchPoint patch_points[] = {
+    {SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, "OverlapGlobalAccess"},
+    {SANITIZER_INSTRUCTION_MEMCPY_ASYNC, "OverlapMemcpyAsync"},
+    {SANITIZER_INSTRUCTION_BULK_COPY_GLOBAL_TO_SHARED, "OverlapBulkGlobalToShared"},
+    {SANITIZER_INSTRUCTION_BULK_COPY_SHARED_TO_GLOBAL, "OverlapBulkSharedToGlobal"},
+    {SANITIZER_INSTRUCTION_BULK_REDUCTION_SHARED_TO_GLOBAL, "OverlapBulkReductionToGlobal"},
+};
+
+std::size_t pending_limit() {
+  const char* set =
+      std::getenv("OVERLAP_MEASURE_PENDING");  // NOLINT(concurrency-mt-unsafe): read once, at start
+  if (set == nullptr) return 2048;
+  const long value = std::strtol(set, nullptr, 10);
+  return value >= 2 ? static_cast<std::size_t>(value) : 2048;
+}
+
+/// A launch whose table has not been read yet.
+struct PendingLaunch {
+  CUcontext context = nullptr;
+  Sanitizer_StreamHandle stream = nullptr;
+  AccessTable* table = nullptr;  ///< device memory
+  std::uint64_t seq = 0;
+  std::string kernel;
+  inject::PointerArgs args;  ///< its address-like argument values, which the join anchors ranges to
+};
+
+/// The argument array of the launch call in progress on this thread, seen
+/// at the call's entry (the runtime's, then the driver's it makes), for the
+/// launch callback that comes inside it.
+thread_local void** launch_arguments = nullptr;
+/// Set while this library calls the driver itself (parameter layouts).
+thread_local bool own_driver_calls = false;
+
+/// The runtime and driver launch calls whose argument arrays are read.
+constexpr std::pair<Sanitizer_CallbackDomain, Sanitizer_CallbackId> launch_calls[] = {
+    {SANITIZER_CB_DOMAIN_RUNTIME_API, SANITIZER_CBID_RUNTIME_API_cudaLaunchKernel},
+    {SANITIZER_CB_DOMAIN_RUNTIME_API, SANITIZER_CBID_RUNTIME_API_cudaLaunchKernel_ptsz},
+    {SANITIZER_CB_DOMAIN_RUNTIME_API, SANITIZER_CBID_RUNTIME_API_cudaLaunchKernelExC},
+    {SANITIZER_CB_DOMAIN_RUNTIME_API, SANITIZER_CBID_RUNTIME_API_cudaLaunchKernelExC_ptsz},
+    {SANITIZER_CB_DOMAIN_RUNTIME_API, SANITIZER_CBID_RUNTIME_API_cudaLaunchCooperativeKernel},
+    {SANITIZER_CB_DOMAIN_RUNTIME_API, SANITIZER_CBID_RUNTIME_API_cudaLaunchCooperativeKernel_ptsz},
+    {SANITIZER_CB_DOMAIN_DRIVER_API, SANITIZER_CBID_DRIVER_API_cuLaunchKernel},
+    {SANITIZER_CB_DOMAIN_DRIVER_API, SANITIZER_CBID_DRIVER_API_cuLaunchKernel_ptsz},
+    {SANITIZER_CB_DOMAIN_DRIVER_API, SANITIZER_CBID_DRIVER_API_cuLaunchKernelEx},
+    {SANITIZER_CB_DOMAIN_DRIVER_API, SANITIZER_CBID_DRIVER_API_cuLaunchKernelEx_ptsz},
+    {SANITIZER_CB_DOMAIN_DRIVER_API, SANITIZER_CBID_DRIVER_API_cuLaunchCooperativeKernel},
+    {SANITIZER_CB_DOMAIN_DRIVER_API, SANITIZER_CBID_DRIVER_API_cuLaunchCooperativeKernel_ptsz},
+};
+
+/// The argument array of launch call `cbid` of `domain` with parameters `params`.
+void** arguments_of(Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbid, const void* params) {
+  if (domain == SANITIZER_CB_DOMAIN_RUNTIME_API) {
+    switch (cbid) {
+      case SANITIZER_CBID_RUNTIME_API_cudaLaunchKernel:
+        return static_cast<const cudaLaunchKernel_v7000_params*>(params)->args;
+      case SANITIZER_CBID_RUNTIME_API_cudaLaunchKernel_ptsz:
+        return static_cast<const cudaLaunchKernel_ptsz_v7000_params*>(params)->args;
+      case SANITIZER_CBID_RUNTIME_API_cudaLaunchKernelExC:
+        return static_cast<const cudaLaunchKernelExC_v11060_params*>(params)->args;
+      case SANITIZER_CBID_RUNTIME_API_cudaLaunchKernelExC_ptsz:
+        return static_cast<const cudaLaunchKernelExC_ptsz_v11060_params*>(params)->args;
+      case SANITIZER_CBID_RUNTIME_API_cudaLaunchCooperativeKernel:
+        return static_cast<const cudaLaunchCooperativeKernel_v9000_params*>(params)->args;
+      case SANITIZER_CBID_RUNTIME_API_cudaLaunchCooperativeKernel_ptsz:
+        return static_cast<const cudaLaunchCooperativeKernel_ptsz_v9000_params*>(params)->args;
+      default: return nullptr;
+    }
+  }
+  switch (cbid) {
+    case SANITIZER_CBID_DRIVER_API_cuLaunchKernel:
+      return static_cast<const cuLaunchKernel_params*>(params)->kernelParams;
+    case SANITIZER_CBID_DRIVER_API_cuLaunchKernel_ptsz:
+      return static_cast<const cuLaunchKernel_ptsz_params*>(params)->kernelParams;
+    case SANITIZER_CBID_DRIVER_API_cuLaunchKernelEx:
+      return static_cast<const cuLaunchKernelEx_params*>(params)->kernelParams;
+    case SANITIZER_CBID_DRIVER_API_cuLaunchKernelEx_ptsz:
+      return static_cast<const cuLaunchKernelEx_ptsz_params*>(params)->kernelParams;
+    case SANITIZER_CBID_DRIVER_API_cuLaunchCooperativeKernel:
+      return static_cast<const cuLaunchCooperativeKernel_params*>(params)->kernelParams;
+    case SANITIZER_CBID_DRIVER_API_cuLaunchCooperativeKernel_ptsz:
+      return static_cast<const cuLaunchCooperativeKernel_ptsz_params*>(params)->kernelParams;
+    default: return nullptr;
+  }
+}
+
+/// Which of the app's allocations a trace's allocation calls match
+/// (measured_run.cpp): module globals and the runtime's own memory are none.
+const char* allocation_kind(Sanitizer_CallbackId cbid, std::uint32_t flags) {
+  constexpr std::uint32_t internal =
+      SANITIZER_MEMORY_FLAG_MODULE | SANITIZER_MEMORY_FLAG_CG_RUNTIME | SANITIZER_MEMORY_FLAG_CNP;
+  if ((flags & internal) != 0) return nullptr;
+  switch (cbid) {
+    case SANITIZER_CBID_RESOURCE_DEVICE_MEMORY_ALLOC: return "device";
+    case SANITIZER_CBID_RESOURCE_MEMORY_ALLOC_ASYNC: return "async";
+    case SANITIZER_CBID_RESOURCE_HOST_MEMORY_ALLOC: return "host";
+    default: return nullptr;
+  }
+}
+
+class Measurer {
+ public:
+  explicit Measurer(std::FILE* out)
+      : out_(out), limit_(pending_limit()), scratch_(std::make_unique<AccessTable>()) {
+    std::string line;
+    inject::JsonLine(line, "measure").number("version", 1).number("pid", ::getpid()).finish();
+    write(line);
+  }
+
+  void on_callback(Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbid, const void* data) {
+    if (domain == SANITIZER_CB_DOMAIN_DRIVER_API || domain == SANITIZER_CB_DOMAIN_RUNTIME_API) {
+      if (own_driver_calls) return;
+      const auto& call = *static_cast<const Sanitizer_CallbackData*>(data);
+      // A driver launch made by a runtime launch passes the same arguments;
+      // its exit ends the launch, whose callback came inside it.
+      launch_arguments = call.callbackSite == SANITIZER_API_ENTER
+                             ? arguments_of(domain, cbid, call.functionParams)
+                             : nullptr;
+    } else if (domain == SANITIZER_CB_DOMAIN_RESOURCE) {
+      on_resource(cbid, data);
+    } else if (domain == SANITIZER_CB_DOMAIN_LAUNCH && cbid == SANITIZER_CBID_LAUNCH_BEGIN) {
+      launch_begin(*static_cast<const Sanitizer_LaunchData*>(data));
+    } else if (domain == SANITIZER_CB_DOMAIN_SYNCHRONIZE) {
+      const auto& sync = *static_cast<const Sanitizer_SynchronizeData*>(data);
+      const std::lock_guard lock(mutex_);
+      if (cbid == SANITIZER_CBID_SYNCHRONIZE_STREAM_SYNCHRONIZED) {
+        read_where([&](const PendingLaunch& p) { return p.stream == sync.hStream; });
+      } else if (cbid == SANITIZER_CBID_SYNCHRONIZE_CONTEXT_SYNCHRONIZED) {
+        read_where([&](const PendingLaunch& p) { return p.context == sync.context; });
+      }
+    }
+  }
+
+  /// Reads every table still pending and ends the file.
+  void finish() {
+    const std::lock_guard lock(mutex_);
+    if (finished_) return;
+    finished_ = true;
+    read_where([](const PendingLaunch&) { return true; });
+    std::string line;
+    inject::JsonLine(line, "end")
+        .number("launches", stats_.launches)
+        .number("unmeasured", stats_.skipped)
+        .number("read_early", stats_.read_early)
+        .finish();
+    write(line);
+    (void)std::fflush(out_);
+  }
+
+ private:
+  void on_resource(Sanitizer_CallbackId cbid, const void* data) {
+    switch (cbid) {
+      case SANITIZER_CBID_RESOURCE_MODULE_LOADED: {
+        const auto& m = *static_cast<const Sanitizer_ResourceModuleData*>(data);
+        patch(m.context, m.module);
+        break;
+      }
+      // Kernels loaded lazily later are patched by the API itself, from the
+      // instructions registered above: patching the module again then
+      // leaves them unpatched (seen on an H100, CUDA 13.0).
+      case SANITIZER_CBID_RESOURCE_DEVICE_MEMORY_ALLOC:
+      case SANITIZER_CBID_RESOURCE_MEMORY_ALLOC_ASYNC:
+      case SANITIZER_CBID_RESOURCE_HOST_MEMORY_ALLOC: {
+        const auto& m = *static_cast<const Sanitizer_ResourceMemoryData*>(data);
+        const char* kind = allocation_kind(cbid, m.flags);
+        if (kind == nullptr) break;
+        const std::lock_guard lock(mutex_);
+        std::string line;
+        inject::JsonLine(line, "alloc")
+            .number("seq", next_seq_++)
+            .number("ptr", m.address)
+            .number("bytes", m.size)
+            .string("kind", kind)
+            .finish();
+        write(line);
+        break;
+      }
+      case SANITIZER_CBID_RESOURCE_DEVICE_MEMORY_FREE:
+      case SANITIZER_CBID_RESOURCE_MEMORY_FREE_ASYNC:
+      case SANITIZER_CBID_RESOURCE_HOST_MEMORY_FREE: {
+        const auto& m = *static_cast<const Sanitizer_ResourceMemoryData*>(data);
+        const std::lock_guard lock(mutex_);
+        std::string line;
+        inject::JsonLine(line, "free").number("seq", next_seq_++).number("ptr", m.address).finish();
+        write(line);
+        break;
+      }
+      case SANITIZER_CBID_RESOURCE_MODULE_UNLOAD_STARTING: {
+        const std::lock_guard lock(mutex_);
+        layouts_.clear();  // its functions' handles may be reused
+        break;
+      }
+      case SANITIZER_CBID_RESOURCE_STREAM_DESTROY_STARTING: {
+        const auto& st = *static_cast<const Sanitizer_ResourceStreamData*>(data);
+        const std::lock_guard lock(mutex_);
+        read_where([&](const PendingLaunch& p) { return p.stream == st.hStream; });
+        break;
+      }
+      case SANITIZER_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: {
+        const auto& c = *static_cast<const Sanitizer_ResourceContextData*>(data);
+        const std::lock_guard lock(mutex_);
+        read_where([&](const PendingLaunch& p) { return p.context == c.context; });
+        for (AccessTable* t : spare_[c.context]) (void)sanitizerFree(c.context, t);
+        spare_.erase(c.context);
+        patched_contexts_.erase(c.context);
+        break;
+      }
+      default: break;
+    }
+  }
+
+  void patch(CUcontext context, CUmodule module) {
+    const std::lock_guard lock(mutex_);
+    if (!patched_contexts_.contains(context)) {
+      if (!ok(sanitizerAddPatches(overlap_measure_patches, context), "sanitizerAddPatches")) return;
+      patched_contexts_.insert(context);
+    }
+    for (const PatchPoint& point : patch_points) {
+      (void)ok(sanitizerPatchInstructions(point.instruction, module, point.function),
+               "sanitizerPatchInstructions");
+    }
+    (void)ok(sanitizerPatchModule(module), "sanitizerPatchModule");
+  }
+
+  void launch_begin(const Sanitizer_LaunchData& launch) {
+    const std::lock_guard lock(mutex_);
+    if (!exit_hook_) {
+      // Registered now, after the CUDA runtime's own exit handler (which
+      // came with its first call): handlers run in reverse, so the tables
+      // are read before the runtime tears the context down.
+      exit_hook_ = true;
+      (void)std::atexit(&finish_at_exit);
+    }
+    const std::uint64_t seq = next_seq_++;
+    if (!patched_contexts_.contains(launch.context)) {  // its patches could not load
+      ++stats_.skipped;
+      return;
+    }
+    if (pending_.size() >= limit_) {
+      const auto oldest = static_cast<std::ptrdiff_t>(pending_.size() / 2);
+      stats_.read_early += static_cast<std::uint64_t>(oldest);
+      read_range(pending_.begin(), pending_.begin() + oldest);
+    }
+    AccessTable* table = take_table(launch.context);
+    if (table == nullptr ||
+        !ok(sanitizerMemset(table, 0, sizeof(AccessTable), launch.hStream), "sanitizerMemset") ||
+        !ok(sanitizerSetLaunchCallbackData(launch.hLaunch, launch.function, launch.hStream, table),
+            "sanitizerSetLaunchCallbackData")) {
+      if (table != nullptr) spare_[launch.context].push_back(table);
+      ++stats_.skipped;
+      return;
+    }
+    PendingLaunch pending{launch.context,
+                          launch.hStream,
+                          table,
+                          seq,
+                          launch.functionName != nullptr ? launch.functionName : "",
+                          {}};
+    if (launch_arguments != nullptr)
+      inject::append_argument_values(layout_of(launch.function), launch_arguments, pending.args);
+    pending_.push_back(std::move(pending));
+    ++stats_.launches;
+  }
+
+  /// The parameter sizes of `function`, asked of the driver once.
+  const std::vector<std::uint32_t>& layout_of(CUfunction function) {
+    auto it = layouts_.find(function);
+    if (it == layouts_.end()) {
+      own_driver_calls = true;
+      CUresult failure = CUDA_SUCCESS;
+      it = layouts_.emplace(function, inject::read_param_layout(function, failure)).first;
+      own_driver_calls = false;
+    }
+    return it->second;
+  }
+
+  AccessTable* take_table(CUcontext context) {
+    auto& spare = spare_[context];
+    if (!spare.empty()) {
+      AccessTable* t = spare.back();
+      spare.pop_back();
+      return t;
+    }
+    void* memory = nullptr;
+    if (!ok(sanitizerAlloc(context, &memory, sizeof(AccessTable)), "sanitizerAlloc")) return nullptr;
+    return static_cast<AccessTable*>(memory);
+  }
+
+  /// Reads the tables of the pending launches `select` picks, in launch order.
+  template <typename Select>
+  void read_where(Select select) {
+    const auto split = std::stable_partition(pending_.begin(), pending_.end(),
+                                             [&](const PendingLaunch& p) { return select(p); });
+    read_range(pending_.begin(), split);
+  }
+
+  /// Reads the tables of pending_[first, last) (waiting for their launches),
+  /// writes their records and removes them from pending_.
+  void read_range(std::vector<PendingLaunch>::iterator first, std::vector<PendingLaunch>::iterator last) {
+    std::string line;
+    for (auto it = first; it != last; ++it) {
+      if (ok(sanitizerMemcpyDeviceToHost(scratch_.get(), it->table, sizeof(AccessTable), it->stream),
+             "sanitizerMemcpyDeviceToHost")) {
+        append_launch_record(line, it->seq, it->kernel, read_table(*scratch_), it->args);
+      }
+      spare_[it->context].push_back(it->table);
+    }
+    pending_.erase(first, last);
+    write(line);
+  }
+
+  bool ok(SanitizerResult result, const char* what) {
+    if (result == SANITIZER_SUCCESS) return true;
+    const char* text = nullptr;
+    if (sanitizerGetResultString(result, &text) != SANITIZER_SUCCESS || text == nullptr)
+      text = "unknown error";
+    std::string line;
+    inject::JsonLine(line, "error").string("message", std::string(what) + " failed: " + text).finish();
+    write(line);
+    return false;
+  }
+
+  void write(const std::string& lines) {
+    if (!lines.empty()) (void)std::fwrite(lines.data(), 1, lines.size(), out_);
+  }
+
+  static void finish_at_exit();
+
+  std::mutex mutex_;
+  std::FILE* out_;
+  std::size_t limit_;
+  std::unique_ptr<AccessTable> scratch_;  ///< the host copy of the table being read
+  std::unordered_set<CUcontext> patched_contexts_;
+  std::unordered_map<CUcontext, std::vector<AccessTable*>> spare_;
+  std::unordered_map<CUfunction, std::vector<std::uint32_t>> layouts_;  // dropped with their modules
+  std::vector<PendingLaunch> pending_;
+  std::uint64_t next_seq_ = 0;
+  bool exit_hook_ = false;
+  bool finished_ = false;
+  struct Stats {
+    std::uint64_t launches = 0, skipped = 0, read_early = 0;
+  } stats_;
+};
+
+Measurer* measurer = nullptr;  // never deleted: callbacks may come until the process is gone
+
+void Measurer::finish_at_exit() {
+  if (measurer != nullptr) measurer->finish();
+}
+
+void SANITIZERAPI on_callback(void* userdata, Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbid,
+                              const void* data) {
+  static_cast<Measurer*>(userdata)->on_callback(domain, cbid, data);
+}
+
+/// Preloaded with OVERLAP_ACCESSES=measured, subscribes to the Compute
+/// Sanitizer API before the app's first CUDA call and opens
+/// OVERLAP_TRACE_DIR/accesses.PID.jsonl. Failures leave one line on stderr
+/// and the app running unmeasured (`overlap` then finds no file).
+__attribute__((constructor)) void start_when_preloaded() {
+  // NOLINTBEGIN(concurrency-mt-unsafe): read once, at load, before the app's threads
+  const char* mode = std::getenv("OVERLAP_ACCESSES");
+  const char* dir = std::getenv("OVERLAP_TRACE_DIR");
+  // NOLINTEND(concurrency-mt-unsafe)
+  if (mode == nullptr || std::string_view(mode) != "measured" || dir == nullptr) return;
+  const std::string path = std::string(dir) + "/accesses." + std::to_string(::getpid()) + ".jsonl";
+  std::FILE* out = std::fopen(path.c_str(), "we");
+  if (out == nullptr) {
+    (void)std::fprintf(stderr, "overlap: cannot create %s; accesses are not measured\n", path.c_str());
+    return;
+  }
+  auto* m = new Measurer(out);
+  Sanitizer_SubscriberHandle subscriber = nullptr;
+  SanitizerResult r = sanitizerSubscribe(&subscriber, &on_callback, m);
+  for (const auto domain :
+       {SANITIZER_CB_DOMAIN_RESOURCE, SANITIZER_CB_DOMAIN_LAUNCH, SANITIZER_CB_DOMAIN_SYNCHRONIZE}) {
+    if (r == SANITIZER_SUCCESS) r = sanitizerEnableDomain(1, subscriber, domain);
+  }
+  for (const auto& [domain, cbid] : launch_calls) {
+    if (r == SANITIZER_SUCCESS) r = sanitizerEnableCallback(1, subscriber, domain, cbid);
+  }
+  if (r != SANITIZER_SUCCESS) {
+    const char* text = nullptr;
+    if (sanitizerGetResultString(r, &text) != SANITIZER_SUCCESS || text == nullptr) text = "unknown error";
+    (void)std::fprintf(
+        stderr, "overlap: the Compute Sanitizer API did not start (%s); accesses are not measured\n", text);
+    if (subscriber != nullptr) (void)sanitizerUnsubscribe(subscriber);
+    (void)std::fclose(out);
+    (void)std::remove(path.c_str());
+    delete m;
+    return;
+  }
+  measurer = m;
+}
+
+}  // namespace
+
+}  // namespace overlap::measure
