@@ -238,12 +238,15 @@ std::optional<json> json_in(const std::string& text, std::string& error) {
   }
 }
 
-/// `overlap audit --json -o FILE -- command...`, and its report.
-Audit audit(const std::vector<std::string>& command, const Scratch& dir) {
+/// `overlap audit --json -o FILE [options] -- command...`, and its report.
+Audit audit(const std::vector<std::string>& command, const Scratch& dir,
+            const std::vector<std::string>& options = {}) {
   const std::string report_path = dir.file("audit.json");
   std::error_code ignored;
   fs::remove(report_path, ignored);
-  std::vector<std::string> argv = {cli(), "audit", "--json", "-o", report_path, "--"};
+  std::vector<std::string> argv = {cli(), "audit", "--json", "-o", report_path};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.emplace_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
   Audit a;
   a.run = run_command(argv, dir);
@@ -539,6 +542,47 @@ void expect_one_line_error(const Outcome& r) {
   EXPECT_FALSE(err.empty()) << r.describe();
   EXPECT_EQ(err.find('\n'), std::string::npos) << "more than one line on stderr\n" << r.describe();
 }
+
+// --- measured accesses ---------------------------------------------------------------------
+
+// `--accesses measured` (tools/measure): the planted kernel and copy races,
+// inferred as possible, are proven (errors, certain) once every launch's
+// bytes are measured; the repaired twins stay clean.
+class MeasuredRace : public testing::TestWithParam<std::string> {};
+
+TEST_P(MeasuredRace, ProvenWhenMeasuredAndGoneWhenRepaired) {
+  SKIP_WITHOUT_DEVICE();
+#ifndef OVERLAP_MEASURE_BUILT
+  GTEST_SKIP() << "skipped: libovl_measure.so not built (no Compute Sanitizer API when configuring)";
+#endif
+  Scratch dir;
+  for (const bool repaired : {false, true}) {
+    std::vector<std::string> command = {app_path(GetParam())};
+    if (repaired) command.emplace_back("--repaired");
+    const Audit a = audit(command, dir, {"--accesses", "measured"});
+    ASSERT_FALSE(a.run.timed_out) << a.describe();
+    ASSERT_TRUE(a.parsed()) << a.describe();
+    EXPECT_EQ(app_exit_code(a.report), 0) << a.describe();
+    const json accesses = a.report.value("kernel_accesses", json::object());
+    EXPECT_EQ(accesses.value("mode", std::string()), "measured") << a.describe();
+    EXPECT_GT(accesses.value("launches", 0), 0) << a.describe();
+    EXPECT_EQ(accesses.value("measured", 0), accesses.value("launches", -1)) << "every launch measured\n"
+                                                                             << a.describe();
+    EXPECT_TRUE(accesses.value("measuring_run_s", json()).is_number()) << a.describe();
+    std::size_t races = 0;
+    for (const json& f : findings_of(a.report)) {
+      if (f.value("rule", std::string()) != "race") continue;
+      ++races;
+      EXPECT_EQ(f.value("severity", std::string()), "error") << f.dump(1);
+      EXPECT_EQ(f.value("certainty", std::string()), "certain") << f.dump(1);
+    }
+    EXPECT_EQ(races, repaired ? 0U : 1U) << (repaired ? "repaired" : "racy") << "\n" << a.describe();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Apps, MeasuredRace,
+                         testing::Values("race_kernels", "race_copy", "race_kernels_static"),
+                         [](const testing::TestParamInfo<std::string>& app) { return app.param; });
 
 TEST(Robustness, MissingAppIsBadInput) {
   SKIP_WITHOUT_DEVICE();
