@@ -7,7 +7,9 @@
 // sanitizer report, a hang, any other exception or a difference is a
 // finding. A trace that reads must then capture into a Program (or be
 // refused with an invalid_input): the graph records' nodes, edges and clones,
-// and the pointers kernels pass, are walked there.
+// and the pointers kernels pass, are walked there. The same bytes are also
+// read as a measuring run's file (`--accesses measured`) and joined to the
+// trace, or to an empty one: its allocations, launches and ranges.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +20,7 @@
 
 #include "overlap/core/error.hpp"
 #include "overlap/trace/capture.hpp"
+#include "overlap/trace/measured_run.hpp"
 #include "overlap/trace/trace_file.hpp"
 
 namespace {
@@ -59,10 +62,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                  whole.c_str(), in_pieces.c_str());
     std::abort();
   }
+  overlap::trace::RawTrace trace;
+  if (!whole.starts_with("error: ")) {
+    std::istringstream in{std::string(bytes)};
+    trace = overlap::trace::read_trace(in, "t.jsonl");
+  }
+  try {
+    std::istringstream in{std::string(bytes)};
+    (void)overlap::trace::join_measured_run(trace, in, "accesses.jsonl");
+  } catch (const overlap::invalid_input&) {
+    // Not a measuring run's file: refused as one.
+  }
   if (!whole.starts_with("error: ")) {
     try {
-      std::istringstream in{std::string(bytes)};
-      (void)overlap::trace::capture(overlap::trace::read_trace(in, "t.jsonl"));
+      (void)overlap::trace::capture(trace);
     } catch (const overlap::invalid_input&) {
       // A trace that reads but cannot be captured (no CUDA work) is refused as one.
     }
