@@ -21,10 +21,12 @@
 // It writes OVERLAP_TRACE_DIR/accesses.PID.jsonl (docs/trace-format.md,
 // "Measured accesses"): the app's allocations and frees, and each launch's
 // kernel and intervals, all numbered in the order they happened.
+#include <fcntl.h>
 #include <sanitizer.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -157,8 +159,10 @@ const char* allocation_kind(Sanitizer_CallbackId cbid, std::uint32_t flags) {
 
 class Measurer {
  public:
-  explicit Measurer(std::FILE* out)
-      : out_(out), limit_(pending_limit()), scratch_(std::make_unique<AccessTable>()) {
+  /// Writes to the file descriptor `out` (unbuffered: a forked child that
+  /// exits must not write the parent's buffered records a second time).
+  explicit Measurer(int out)
+      : out_(out), owner_(::getpid()), limit_(pending_limit()), scratch_(std::make_unique<AccessTable>()) {
     std::string line;
     inject::JsonLine(line, "measure").number("version", 1).number("pid", ::getpid()).finish();
     write(line);
@@ -191,7 +195,7 @@ class Measurer {
   /// Reads every table still pending and ends the file.
   void finish() {
     const std::lock_guard lock(mutex_);
-    if (finished_) return;
+    if (finished_ || ::getpid() != owner_) return;  // a forked child leaves the parent's launches alone
     finished_ = true;
     read_where([](const PendingLaunch&) { return true; });
     std::string line;
@@ -201,7 +205,6 @@ class Measurer {
         .number("read_early", stats_.read_early)
         .finish();
     write(line);
-    (void)std::fflush(out_);
   }
 
  private:
@@ -377,14 +380,22 @@ class Measurer {
     return false;
   }
 
-  void write(const std::string& lines) {
-    if (!lines.empty()) (void)std::fwrite(lines.data(), 1, lines.size(), out_);
+  void write(const std::string& lines) const {
+    // A forked child (CUDA is not usable there) writes nothing into the parent's file.
+    if (lines.empty() || ::getpid() != owner_) return;
+    for (std::size_t at = 0; at < lines.size();) {
+      const ssize_t n = ::write(out_, lines.data() + at, lines.size() - at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // a full disk: the file ends early, and the join uses what it has
+      at += static_cast<std::size_t>(n);
+    }
   }
 
   static void finish_at_exit();
 
   std::mutex mutex_;
-  std::FILE* out_;
+  int out_;
+  pid_t owner_;
   std::size_t limit_;
   std::unique_ptr<AccessTable> scratch_;  ///< the host copy of the table being read
   std::unordered_set<CUcontext> patched_contexts_;
@@ -421,8 +432,8 @@ __attribute__((constructor)) void start_when_preloaded() {
   // NOLINTEND(concurrency-mt-unsafe)
   if (mode == nullptr || std::string_view(mode) != "measured" || dir == nullptr) return;
   const std::string path = std::string(dir) + "/accesses." + std::to_string(::getpid()) + ".jsonl";
-  std::FILE* out = std::fopen(path.c_str(), "we");
-  if (out == nullptr) {
+  const int out = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) {
     (void)std::fprintf(stderr, "overlap: cannot create %s; accesses are not measured\n", path.c_str());
     return;
   }
@@ -442,7 +453,7 @@ __attribute__((constructor)) void start_when_preloaded() {
     (void)std::fprintf(
         stderr, "overlap: the Compute Sanitizer API did not start (%s); accesses are not measured\n", text);
     if (subscriber != nullptr) (void)sanitizerUnsubscribe(subscriber);
-    (void)std::fclose(out);
+    (void)::close(out);
     (void)std::remove(path.c_str());
     delete m;
     return;
