@@ -18,9 +18,11 @@
 // once, which waits for them: the measuring run is slower anyway, and the
 // memory stays bounded whatever the app does.
 //
-// It writes OVERLAP_TRACE_DIR/accesses.PID.jsonl (docs/trace-format.md,
-// "Measured accesses"): the app's allocations and frees, and each launch's
-// kernel and intervals, all numbered in the order they happened.
+// It writes OVERLAP_TRACE_DIR/accesses.PID.jsonl (docs/trace-format.md, under
+// `accesses`): the app's allocations and frees, and each launch's
+// kernel, address-like argument values (read from the launch call's
+// argument array: the join anchors ranges to them) and intervals, all
+// numbered in the order they happened.
 #include <fcntl.h>
 #include <sanitizer.h>
 #include <unistd.h>
