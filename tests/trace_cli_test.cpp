@@ -79,6 +79,32 @@ TEST_F(TraceCli, AuditFromARecordedTraceFindsTheRace) {
   EXPECT_EQ(report.at("findings").at(0).at("ops").at(1).at("label"), "kernel2");
 }
 
+// A raw trace kept by `--accesses measured` holds each launch's measured
+// bytes (`accesses` records): read back, the race is certain, an error, and
+// the report says how the accesses were known.
+TEST_F(TraceCli, AuditFromAMeasuredTraceProvesTheRace) {
+  const std::string file = racy_trace();
+  std::ofstream(file, std::ios::app) << R"({"t":"accesses","corr":2,"reads":[],"writes":[4096,1024]})"
+                                     << "\n"
+                                     << R"({"t":"accesses","corr":3,"reads":[4608,512],"writes":[]})"
+                                     << "\n";
+  const Result r = run({"audit", "--from", file});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_TRUE(contains(r.out, "error race: ops[2] kernel 'kernel1' on stream 13 writes device#1[512:1024]"))
+      << r.out;
+  EXPECT_FALSE(contains(r.out, "[possible]")) << r.out;
+  EXPECT_TRUE(contains(r.out, "kernel accesses: measured for 2 of 2 launches")) << r.out;
+  const json report = json::parse(run({"audit", "--from", file, "--json"}).out);
+  EXPECT_EQ(report.at("kernel_accesses").at("mode"), "measured");
+  EXPECT_EQ(report.at("kernel_accesses").at("measured"), 2);
+  EXPECT_TRUE(report.at("kernel_accesses").at("measuring_run_s").is_null());
+  // Measuring needs the app: a trace read back cannot be measured again.
+  const Result refused = run({"audit", "--from", file, "--accesses", "measured"});
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_TRUE(contains(refused.err, "--accesses measured runs the app")) << refused.err;
+  EXPECT_EQ(run({"trace", "--from", file, "--accesses", "measured"}).code, 2);
+}
+
 TEST_F(TraceCli, TraceFromARecordedTraceWritesEveryFormatAndTheProgram) {
   const std::string trace = racy_trace();
   const Result r =

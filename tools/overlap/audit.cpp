@@ -265,6 +265,11 @@ int run_audit(const AuditCommandOptions& o, Streams io) {
   }
   if (!o.from.empty()) {
     if (!o.command.empty()) throw invalid_input("--from: give a trace file or an app, not both");
+    if (o.accesses == "measured")
+      throw invalid_input(
+          "--accesses measured runs the app: a trace read with --from keeps the accesses measured when it "
+          "was "
+          "recorded (`accesses` records)");
     StepTimes times;
     const trace::RawTrace raw = trace::load_trace(o.from);
     times.step("reading the trace");
@@ -361,7 +366,7 @@ Subcommand add_audit(CLI::App& parent, Streams io) {
   app->add_option("--accesses", o->accesses,
                   "How kernels' accesses are known: inferred from their pointer parameters (races are then "
                   "possible, warnings), or measured while they run with the Compute Sanitizer API (exact: "
-                  "races are errors; the app runs several times slower)")
+                  "races are errors; the app runs twice, measured first, then traced)")
       ->check(CLI::IsMember({"inferred", "measured"}))
       ->capture_default_str();
   return {app, [o, io] { return run_audit(*o, io); }};

@@ -82,6 +82,11 @@ int run_trace(const TraceOptions& o, Streams io) {
   const auto formats = parse_formats(o.formats);  // check flags before running anything
   if (!o.from.empty()) {
     if (!o.command.empty()) throw invalid_input("--from: give a trace file or an app, not both");
+    if (o.accesses == "measured")
+      throw invalid_input(
+          "--accesses measured runs the app: a trace read with --from keeps the accesses measured when it "
+          "was "
+          "recorded (`accesses` records)");
     write_capture(trace::capture(trace::load_trace(o.from)), o, formats, io);
     return exit_ok;
   }
@@ -117,7 +122,7 @@ Subcommand add_trace(CLI::App& parent, Streams io) {
       ->check(CLI::ExistingFile);
   app->add_option("--accesses", o->accesses,
                   "inferred (default), or measured: record the bytes each kernel read and wrote (Compute "
-                  "Sanitizer API; the app runs several times slower) in the raw trace")
+                  "Sanitizer API; the app runs twice, measured first, then traced) in the raw trace")
       ->check(CLI::IsMember({"inferred", "measured"}))
       ->capture_default_str();
   return {app, [o, io] { return run_trace(*o, io); }};
