@@ -193,6 +193,18 @@ TEST(MeasuredRun, MalformedFileNamesItsLine) {
     EXPECT_NE(std::string(e.what()).find("accesses.9.jsonl:2"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("reads"), std::string::npos) << e.what();
   }
+  // A field of the wrong type, and nesting no record has, are refused alike.
+  for (const std::string bad : {R"({"t":"alloc","seq":0,"ptr":4096,"bytes":64,"kind":7})",
+                                R"({"t":"launch","seq":0,"kernel":"k","lost":"many"})",
+                                R"({"t":"launch","seq":0,"reads":[[[[[[1]]]]]]})"}) {
+    std::istringstream file(R"({"t":"measure"})"
+                            "\n" +
+                            bad +
+                            "\n"
+                            R"({"t":"end"})"
+                            "\n");
+    EXPECT_THROW((void)trace::join_measured_run(raw, file, "accesses.9.jsonl"), invalid_input) << bad;
+  }
 }
 
 }  // namespace

@@ -79,6 +79,35 @@ std::string traced_kind(const std::string& memory) {
   return {};
 }
 
+/// Records are objects holding flat lists: a deeper line is not one of them
+/// (and nesting without bound would exhaust the stack in the parser).
+constexpr int max_nesting = 4;
+
+/// How deep brackets nest in `line`, outside strings.
+int nesting(std::string_view line) {
+  int depth = 0;
+  int deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > max_nesting) return deepest;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 class MeasuringFile {
  public:
   MeasuringFile(std::istream& in, std::string_view source) : source_(source) {
@@ -87,6 +116,7 @@ class MeasuringFile {
     while (std::getline(in, line)) {
       ++line_;
       if (line.empty()) continue;
+      if (nesting(line) > max_nesting) fail("nested deeper than a record of this file is");
       nlohmann::json r = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
       if (r.is_discarded()) {
         if (in.peek() == std::char_traits<char>::eof()) break;  // the last line cut short: the app was killed
@@ -125,22 +155,32 @@ class MeasuringFile {
     return it->get<std::uint64_t>();
   }
 
+  /// The string `key` of `r`, or `fallback` when it is absent.
+  std::string text(const nlohmann::json& r, const char* key, const char* fallback) const {
+    const auto it = r.find(key);
+    if (it == r.end()) return fallback;
+    if (!it->is_string())
+      throw invalid_input(
+          fmt::format("{}:{}: \"{}\" is not a string", source_, r.value("line", std::uint64_t{0}), key));
+    return it->get<std::string>();
+  }
+
   void replay(const nlohmann::json& r) {
     const std::string type = r["t"];
     if (type == "alloc") {
-      const std::string kind = r.value("kind", std::string("device"));
+      const std::string kind = text(r, "kind", "device");
       const std::uint64_t bytes = number(r, "bytes");
       live_[number(r, "ptr")] = {kind, bytes, ordinals_[{kind, bytes}]++};
     } else if (type == "free") {
       live_.erase(number(r, "ptr"));
     } else {
       MeasuredLaunch launch;
-      launch.exact = r.value("lost", std::uint64_t{0}) == 0;
+      launch.exact = !r.contains("lost") || number(r, "lost") == 0;
       pieces(r, "reads", launch.reads);
       pieces(r, "writes", launch.writes);
       launch.ptrs = values(r, "ptrs");
       launch.sptrs = values(r, "sptrs");
-      launches[r.value("kernel", std::string())].push_back(std::move(launch));
+      launches[text(r, "kernel", "")].push_back(std::move(launch));
       ++count;
     }
   }
