@@ -440,5 +440,44 @@ TEST(TraceGraphs, TheRecordedGraphRaceIsFoundAndItsRepairIsClean) {
     EXPECT_NE(f.rule, "race") << f.message;
 }
 
+// A conditional node's body runs with no correlation id: its records go to
+// the latest graph launch begun before them, named as the body they are.
+TEST(TraceGraphs, AConditionalBodysRecordsBelongToTheLaunchBeforeThem) {
+  TraceBuilder t;
+  t.stream(13, "blocking");
+  t.call("cudaGraphInstantiate", "other", 0, 50);
+  t.line({{"t", "graph"},
+          {"exec", 3},
+          {"graph", 1},
+          {"nodes", {11, 12}},
+          {"types", {0, 13}},
+          {"parents", {0, 0}},
+          {"edges", {11, 12}}});
+  for (int i = 0; i < 2; ++i) {
+    const double at = 100.0 + i * 1000.0;
+    t.call("cudaGraphLaunch", "other", at, at + 10);
+    t.work("kernel", at + 20, at + 40, {{"stream", 13}, {"name", "_Z6decidePc"}, {"node", 11}});
+    for (int k = 0; k < 3; ++k) {  // the body ran three times, on the driver's stream 15
+      const double start = at + 50 + 30 * k;
+      t.line({{"t", "kernel"},
+              {"corr", 0},
+              {"start", TraceBuilder::ns(start)},
+              {"end", TraceBuilder::ns(start + 20)},
+              {"stream", 15},
+              {"name", "_Z4bodyPc"},
+              {"node", 9000 + k}});
+    }
+    t.call("cudaStreamSynchronize", "stream_sync", at + 11, at + 200, {{"stream", 13}});
+  }
+  const trace::Capture run = t.footer().capture();
+  EXPECT_EQ(run.unmatched_work, 0U);
+  std::vector<std::string> bodies;
+  for (const Op& op : run.program.ops()) {
+    if (op.kind == op_kind::kernel && op.label.find("body") != std::string::npos) bodies.push_back(op.label);
+  }
+  ASSERT_EQ(bodies.size(), 6U);
+  EXPECT_EQ(bodies.front(), "graph 1 (conditional body): body");
+}
+
 }  // namespace
 }  // namespace overlap

@@ -45,27 +45,33 @@ TraceBuilder two_kernels(std::vector<std::uint64_t> second_ptrs = {y, z}) {
   return t.footer();
 }
 
+// Where the measuring run's x, y and z were (its own allocations came first).
+constexpr std::uint64_t base = 0x7f00'0000'0000;
+
+// The measuring run's file up to its launches: its header and x, y, z.
+std::vector<json> measuring_run_allocations() {
+  return {{{"t", "measure"}, {"version", 1}, {"pid", 9}},
+          {{"t", "alloc"}, {"seq", 0}, {"ptr", base}, {"bytes", mib}, {"kind", "device"}},
+          {{"t", "alloc"}, {"seq", 1}, {"ptr", base + mib}, {"bytes", mib}, {"kind", "device"}},
+          {{"t", "alloc"}, {"seq", 2}, {"ptr", base + 2 * mib}, {"bytes", mib}, {"kind", "device"}}};
+}
+
 // The measuring run, at other addresses (its own allocations came first):
 // kernel1 wrote the first half of y, kernel2 read `read_offset` onwards.
 std::string measuring_file(std::uint64_t read_offset, std::uint64_t read_bytes) {
-  const std::uint64_t base = 0x7f00'0000'0000;  // where the measuring run's x, y, z were
-  std::vector<json> r{
-      {{"t", "measure"}, {"version", 1}, {"pid", 9}},
-      {{"t", "alloc"}, {"seq", 0}, {"ptr", base}, {"bytes", mib}, {"kind", "device"}},
-      {{"t", "alloc"}, {"seq", 1}, {"ptr", base + mib}, {"bytes", mib}, {"kind", "device"}},
-      {{"t", "alloc"}, {"seq", 2}, {"ptr", base + 2 * mib}, {"bytes", mib}, {"kind", "device"}},
-      // Written when read back: after the launch that follows it, as the tool does.
-      {{"t", "launch"},
-       {"seq", 4},
-       {"kernel", "_Z7kernel2PKfPf"},
-       {"reads", {base + mib + read_offset, read_bytes}},
-       {"writes", {base + 2 * mib, mib / 2}}},
-      {{"t", "launch"},
-       {"seq", 3},
-       {"kernel", "_Z7kernel1PKfPf"},
-       {"reads", {base, mib / 2}},
-       {"writes", {base + mib, mib / 2}}},
-      {{"t", "end"}, {"launches", 2}}};
+  std::vector<json> r = measuring_run_allocations();
+  r.insert(r.end(), {// Written when read back: after the launch that follows it, as the tool does.
+                     {{"t", "launch"},
+                      {"seq", 4},
+                      {"kernel", "_Z7kernel2PKfPf"},
+                      {"reads", {base + mib + read_offset, read_bytes}},
+                      {"writes", {base + 2 * mib, mib / 2}}},
+                     {{"t", "launch"},
+                      {"seq", 3},
+                      {"kernel", "_Z7kernel1PKfPf"},
+                      {"reads", {base, mib / 2}},
+                      {"writes", {base + mib, mib / 2}}},
+                     {{"t", "end"}, {"launches", 2}}});
   std::string text;
   for (const json& j : r) text += j.dump() + "\n";
   return text;
@@ -111,7 +117,6 @@ TEST(MeasuredRun, JoinsLaunchesByOrderAndAddressesByAllocation) {
 // A caching allocator may hand the same tensor another block in each run:
 // the ranges follow the kernel's arguments, not the allocation order.
 TEST(MeasuredRun, RangesFollowTheLaunchArgumentsWhereAllocationsDiffer) {
-  const std::uint64_t base = 0x7f00'0000'0000;
   // In the measuring run kernel1's y is the third allocation, z the second.
   std::string file;
   for (const json& j : std::vector<json>{
@@ -196,6 +201,7 @@ TEST(MeasuredRun, MalformedFileNamesItsLine) {
   // A field of the wrong type, and nesting no record has, are refused alike.
   for (const std::string bad : {R"({"t":"alloc","seq":0,"ptr":4096,"bytes":64,"kind":7})",
                                 R"({"t":"launch","seq":0,"kernel":"k","lost":"many"})",
+                                R"({"t":"launch","seq":0,"kernel":"k","graph":"sometimes"})",
                                 R"({"t":"launch","seq":0,"reads":[[[[[[1]]]]]]})"}) {
     std::istringstream file(R"({"t":"measure"})"
                             "\n" +
@@ -205,6 +211,113 @@ TEST(MeasuredRun, MalformedFileNamesItsLine) {
                             "\n");
     EXPECT_THROW((void)trace::join_measured_run(raw, file, "accesses.9.jsonl"), invalid_input) << bad;
   }
+}
+
+// A graph built by hand with kernel1 (node 1) and kernel2 (node 2) and no
+// edge between them, launched once on stream 20; kernel2 ran on the
+// driver's stream 30 beside kernel1. Inferred from their pointers, both
+// touch all of y: a possible race.
+TraceBuilder graph_of_two_kernels() {
+  TraceBuilder t;
+  t.stream(20, "non_blocking");
+  t.call("cudaMalloc", "alloc", 0, 10, {{"ptr", x}, {"bytes", mib}, {"memory", "device"}});
+  t.call("cudaMalloc", "alloc", 10, 20, {{"ptr", y}, {"bytes", mib}, {"memory", "device"}});
+  t.call("cudaMalloc", "alloc", 20, 30, {{"ptr", z}, {"bytes", mib}, {"memory", "device"}});
+  t.call("cudaGraphAddKernelNode", "other", 31, 32);
+  t.line({{"t", "graph_node"},
+          {"node", 1},
+          {"corr", t.last_corr()},
+          {"kind", "kernel"},
+          {"kernel", "_Z7kernel1PKfPf"},
+          {"ptrs", {x, y}}});
+  t.call("cudaGraphAddKernelNode", "other", 33, 34);
+  t.line({{"t", "graph_node"},
+          {"node", 2},
+          {"corr", t.last_corr()},
+          {"kind", "kernel"},
+          {"kernel", "_Z7kernel2PKfPf"},
+          {"ptrs", {y, z}}});
+  t.call("cudaGraphInstantiate", "other", 35, 40);
+  t.line({{"t", "graph"},
+          {"exec", 9},
+          {"graph", 8},
+          {"nodes", {1, 2}},
+          {"types", {0, 0}},
+          {"parents", {0, 0}},
+          {"edges", json::array()}});
+  t.line({{"t", "graph_clone"}, {"node", 101}, {"of", 1}});
+  t.line({{"t", "graph_clone"}, {"node", 102}, {"of", 2}});
+  t.call("cudaGraphLaunch", "other", 100, 110);
+  t.work("kernel", 200, 400, {{"stream", 20}, {"name", "_Z7kernel1PKfPf"}, {"node", 101}});
+  t.work("kernel", 250, 450, {{"stream", 30}, {"name", "_Z7kernel2PKfPf"}, {"node", 102}});
+  t.call("cudaDeviceSynchronize", "device_sync", 111, 500);
+  return t.footer();
+}
+
+// The measuring run's file for that graph, at other addresses: its kernel
+// nodes' launches (with the arguments the nodes were made with), kernel1
+// writing the first half of y, kernel2 reading half of y from
+// `read_offset`; `kernel2_graph` is how kernel2's record says it was a
+// graph node ("shared": not measured).
+std::string graph_measuring_file(std::uint64_t read_offset, const char* kernel2_graph = "measured") {
+  std::vector<json> r = measuring_run_allocations();
+  r.insert(r.end(), {{{"t", "launch"},
+                      {"seq", 3},
+                      {"kernel", "_Z7kernel1PKfPf"},
+                      {"reads", {base, mib / 2}},
+                      {"writes", {base + mib, mib / 2}},
+                      {"ptrs", {base, base + mib}},
+                      {"graph", "measured"}},
+                     {{"t", "launch"},
+                      {"seq", 4},
+                      {"kernel", "_Z7kernel2PKfPf"},
+                      {"reads", {base + mib + read_offset, mib / 2}},
+                      {"writes", {base + 2 * mib, mib / 2}},
+                      {"ptrs", {base + mib, base + 2 * mib}},
+                      {"graph", kernel2_graph}},
+                     {{"t", "end"}, {"launches", 2}}});
+  std::string text;
+  for (const json& j : r) text += j.dump() + "\n";
+  return text;
+}
+
+TEST(MeasuredRun, AGraphsKernelNodesAreMeasuredAndTheirRaceDecided) {
+  const TraceBuilder t = graph_of_two_kernels();
+  // Inferred: a possible race inside the graph.
+  const trace::AuditReport inferred = audit(t.raw());
+  ASSERT_EQ(races(inferred).size(), 1U);
+  EXPECT_EQ(races(inferred)[0]->level, check::severity::warning);
+
+  // Measured: kernel2 read the half of y kernel1 did not write: no race.
+  trace::MeasuredJoin join;
+  const trace::RawTrace apart = joined(t, graph_measuring_file(mib / 2), &join);
+  EXPECT_EQ(join.traced_launches, 2U);
+  EXPECT_EQ(join.joined, 2U);
+  EXPECT_EQ(apart.measured_nodes.size(), 2U);
+  EXPECT_TRUE(races(audit(apart)).empty());
+
+  // Measured: kernel2 read the half kernel1 wrote: a certain race.
+  const trace::AuditReport proven = audit(joined(t, graph_measuring_file(0)));
+  ASSERT_EQ(races(proven).size(), 1U);
+  EXPECT_EQ(races(proven)[0]->level, check::severity::error);
+
+  // The raw trace keeps them as `accesses` records with their node.
+  const std::string records = trace::measured_records(apart);
+  EXPECT_NE(records.find("\"node\":101"), std::string::npos) << records;
+  TraceBuilder again = graph_of_two_kernels();
+  std::istringstream lines(records);
+  for (std::string line; std::getline(lines, line);) again.line(json::parse(line));
+  EXPECT_EQ(again.raw().measured_nodes.size(), 2U);
+}
+
+TEST(MeasuredRun, AGraphNodeTheMeasuringRunCouldNotTellApartKeepsItsInference) {
+  trace::MeasuredJoin join;
+  const trace::RawTrace raw = joined(graph_of_two_kernels(), graph_measuring_file(mib / 2, "shared"), &join);
+  EXPECT_EQ(join.joined, 1U);  // kernel1 only; kernel2's slot still counted
+  EXPECT_EQ(raw.measured_nodes.size(), 1U);
+  const trace::AuditReport r = audit(raw);
+  ASSERT_EQ(races(r).size(), 1U);  // kernel2 keeps its inferred reach over all of y
+  EXPECT_EQ(races(r)[0]->level, check::severity::warning);
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ struct Region {
 class Allocations {
  public:
   /// Records an allocation of `bytes` at `ptr`; `memory` is "device",
-  /// "managed", "pinned", "async" or "registered".
+  /// "managed", "pinned", "async", "graph" (a graph's memory node) or "registered".
   void add(std::uint64_t ptr, std::uint64_t bytes, const std::string& memory);
   /// Forgets the allocation starting at `ptr` (a free or unregister).
   void remove(std::uint64_t ptr);
@@ -36,6 +36,13 @@ class Allocations {
   /// The access of `bytes` at `ptr`: within a known allocation, or on an
   /// unknown region named by its address (pageable host memory).
   [[nodiscard]] Access access(std::uint64_t ptr, std::uint64_t bytes, access_mode mode) const;
+  /// The size of the pinned or registered host buffer named `buffer` (as
+  /// Region::buffer names it), freed or not; empty for any other name.
+  [[nodiscard]] std::optional<std::uint64_t> host_buffer_size(const std::string& buffer) const;
+  /// The host can read buffer `buffer` in place, without a copy: managed
+  /// memory, and pinned or registered host memory (which kernels can write
+  /// through the device's mapping).
+  [[nodiscard]] static bool host_readable(const std::string& buffer);
 
  private:
   struct Allocation {
@@ -46,6 +53,7 @@ class Allocations {
   };
   std::map<std::uint64_t, Allocation> live_;  // by start address
   std::map<std::string, std::uint32_t> counts_;
+  std::map<std::string, std::uint64_t> host_sizes_;  // pinned and registered buffers, by name
 };
 
 }  // namespace overlap::trace::detail

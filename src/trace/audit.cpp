@@ -149,6 +149,7 @@ AuditReport audit(const Capture& run, const DeviceModel& uncalibrated, const Aud
   report.notes.insert(report.notes.end(), run.notes.begin(), run.notes.end());
   report.trace_format = run.format;
   report.stream_activity = run.stream_activity;
+  report.link = run.link;
   for (const Op& op : run.program.ops()) {
     if (op.kind != op_kind::kernel) continue;
     ++report.kernel_accesses.launches;

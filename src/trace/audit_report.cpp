@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string_view>
+#include <vector>
 
 #include "audit_phases.hpp"
+#include "overlap/core/byte_size.hpp"
 #include "overlap/io/exporters.hpp"
 #include "overlap/trace/audit.hpp"
 
@@ -59,6 +61,36 @@ ordered_json finding_json(const AuditFinding& f) {
   return j;
 }
 
+std::string both_ways(std::uint64_t h2d, std::uint64_t d2h) {
+  return fmt::format("{} to the GPU, {} back", format_byte_size(h2d), format_byte_size(d2h));
+}
+
+// One line on the host link where something besides copies crossed it:
+// managed memory's moves and kernels touching host memory are otherwise
+// invisible in a timeline of copies and kernels.
+std::string link_text(const HostLinkTraffic& l) {
+  const bool managed = l.prefetches.count + l.on_demand.count > 0;
+  if (!managed && l.mapped.launches == 0) return {};
+  std::vector<std::string> parts;
+  parts.push_back("copies " + both_ways(l.copies.h2d_bytes, l.copies.d2h_bytes));
+  if (l.prefetches.count > 0)
+    parts.push_back(fmt::format("prefetches {} ({} moves, {})",
+                                both_ways(l.prefetches.h2d_bytes, l.prefetches.d2h_bytes), l.prefetches.count,
+                                ms_text(l.prefetches.busy_ms)));
+  if (l.on_demand.count > 0)
+    parts.push_back(fmt::format("managed memory moved on demand {} ({} moves, {})",
+                                both_ways(l.on_demand.h2d_bytes, l.on_demand.d2h_bytes), l.on_demand.count,
+                                ms_text(l.on_demand.busy_ms)));
+  if (l.mapped.launches > 0)
+    parts.push_back(fmt::format("{} kernel launch{} on host memory read {} and wrote {}{}", l.mapped.launches,
+                                l.mapped.launches == 1 ? "" : "es", format_byte_size(l.mapped.read_bytes),
+                                format_byte_size(l.mapped.written_bytes),
+                                l.mapped.inferred > 0
+                                    ? fmt::format(" (inferred from pointers for {})", l.mapped.inferred)
+                                    : std::string()));
+  return fmt::format("host link: {}\n", fmt::join(parts, "; "));
+}
+
 }  // namespace
 
 std::string format_text(const AuditReport& r, check::severity fail_on) {
@@ -72,6 +104,7 @@ std::string format_text(const AuditReport& r, check::severity fail_on) {
                        r.kernel_accesses.measuring_run_s >= 0.0
                            ? fmt::format(" (measuring run {:.2f} s)", r.kernel_accesses.measuring_run_s)
                            : std::string());
+  out += link_text(r.link);
   out += detail::phases_text(r);
   for (const AuditFinding& f : r.findings) {
     out += fmt::format("\n{} {}{}: {}", check::to_string(f.level), f.rule,
@@ -110,6 +143,21 @@ namespace {
 
 // Per stream, idle time by cause and queue length; the whole run's
 // communication overlap (null without communication kernels).
+ordered_json moves_json(const LinkMoves& m) {
+  return {{"count", m.count}, {"h2d_bytes", m.h2d_bytes}, {"d2h_bytes", m.d2h_bytes}, {"busy_ms", m.busy_ms}};
+}
+
+ordered_json link_json(const HostLinkTraffic& l) {
+  return {{"copies", moves_json(l.copies)},
+          {"prefetches", moves_json(l.prefetches)},
+          {"on_demand", moves_json(l.on_demand)},
+          {"mapped",
+           {{"launches", l.mapped.launches},
+            {"read_bytes", l.mapped.read_bytes},
+            {"written_bytes", l.mapped.written_bytes},
+            {"inferred", l.mapped.inferred}}}};
+}
+
 ordered_json stream_activity_json(const StreamActivity& a) {
   ordered_json idle = ordered_json::array();
   for (const StreamIdleTime& s : a.idle)
@@ -176,6 +224,7 @@ std::string format_json(const AuditReport& r, check::severity fail_on) {
         {"measuring_run_s", r.kernel_accesses.measuring_run_s >= 0.0
                                 ? ordered_json(r.kernel_accesses.measuring_run_s)
                                 : ordered_json(nullptr)}}},
+      {"link", link_json(r.link)},
       {"summary",
        {{"errors", r.count(check::severity::error)},
         {"warnings", r.count(check::severity::warning)},

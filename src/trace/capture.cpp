@@ -22,6 +22,7 @@
 #include "capture_accesses.hpp"
 #include "capture_graph_ops.hpp"
 #include "capture_graphs.hpp"
+#include "capture_memory.hpp"
 #include "capture_threads.hpp"
 #include "capture_timeline.hpp"
 #include "overlap/core/error.hpp"
@@ -61,9 +62,20 @@ class Converter {
         order_(detail::host_order(trace)),
         threads_(trace, order_) {
     for (const StreamRecord& s : trace.streams) stream_kinds_.try_emplace(s.id, s);
+    const std::vector<std::size_t> graph_launches = graph_launch_calls(trace);
     for (std::size_t i = 0; i < trace.work.size(); ++i) {
       const DeviceWork& w = trace.work[i];
       if (w.kind == work_kind::sync) continue;
+      if (w.corr == 0 && w.node != 0) {
+        // A conditional node's body runs with no correlation id (CUPTI gives
+        // its records 0, seen on the H100): it belongs to the latest graph
+        // launch begun before it ran.
+        if (const auto launch = launch_before(trace, graph_launches, w.start)) {
+          work_by_call_[trace.calls[*launch].corr].push_back(i);
+          body_records_.insert(i);
+          continue;
+        }
+      }
       const auto alias = trace.aliases.find(w.corr);
       work_by_call_[alias == trace.aliases.end() ? w.corr : alias->second].push_back(i);
     }
@@ -75,6 +87,38 @@ class Converter {
       out_.device = trace.devices.front().name;
       out_.sms = trace.devices.front().sms;
     }
+  }
+
+  // The stream a graph's memory nodes are put on (convert_graph_launch).
+  stream_id graph_memory_stream(std::size_t graph) {
+    if (const auto it = graph_memory_streams_.find(graph); it != graph_memory_streams_.end())
+      return it->second;
+    const stream_id s =
+        out_.program.add_stream(fmt::format("graph {} memory", graph), stream_kind::non_blocking);
+    graph_memory_streams_.emplace(graph, s);
+    return s;
+  }
+
+  // The graph launch calls of a trace (indices into its calls), by start.
+  static std::vector<std::size_t> graph_launch_calls(const RawTrace& trace) {
+    std::vector<std::size_t> launches;
+    for (std::size_t i = 0; i < trace.calls.size(); ++i) {
+      if (detail::is_graph_launch(trace.calls[i]) && trace.calls[i].status == 0) launches.push_back(i);
+    }
+    std::stable_sort(launches.begin(), launches.end(), [&](std::size_t a, std::size_t b) {
+      return trace.calls[a].start < trace.calls[b].start;
+    });
+    return launches;
+  }
+
+  // The latest of `launches` begun by `t` (ns); empty if none.
+  static std::optional<std::size_t> launch_before(const RawTrace& trace,
+                                                  const std::vector<std::size_t>& launches, std::uint64_t t) {
+    const auto it =
+        std::upper_bound(launches.begin(), launches.end(), t,
+                         [&](std::uint64_t at, std::size_t i) { return at < trace.calls[i].start; });
+    if (it == launches.begin()) return std::nullopt;
+    return *std::prev(it);
   }
 
   Capture run() {
@@ -408,6 +452,8 @@ class Converter {
         break;
       case call_class::alloc: convert_alloc(index); break;
       case call_class::free: convert_free(index); break;
+      case call_class::prefetch: convert_prefetch(index); break;
+      case call_class::attach: convert_managed_marker(index); break;
       case call_class::host_register:
         allocations_.add(c.ptr, c.bytes, "registered");
         convert_other(index);
@@ -507,10 +553,89 @@ class Converter {
     if (const auto m = trace_.measured.find(c.corr); m != trace_.measured.end())
       op.accesses = detail::with_measured_accesses(m->second, std::move(op.accesses), allocations_);
     const bool from_pointers = !op.accesses.empty();
+    count_mapped(op.accesses);
+    note_host_readable_writes(*op.stream, op.accesses);
     out_.program.append(std::move(op));
     from_call(index);
     out_.origin.back().accesses_from_pointers = from_pointers;
     after_op(after);
+  }
+
+  // A kernel's accesses to pinned host memory cross the link: the device
+  // reads and writes it in place (zero-copy).
+  void count_mapped(const std::vector<Access>& accesses) {
+    MappedAccessTraffic& mapped = out_.link.mapped;
+    bool any = false;
+    bool inferred = false;
+    for (const Access& a : accesses) {
+      const auto size = allocations_.host_buffer_size(a.buffer);
+      if (!size) continue;
+      const std::uint64_t bytes = a.size.value_or(*size > a.offset ? *size - a.offset : 0);
+      (a.mode == access_mode::read ? mapped.read_bytes : mapped.written_bytes) += bytes;
+      any = true;
+      inferred = inferred || a.source == access_source::inferred;
+    }
+    if (!any) return;
+    ++mapped.launches;
+    if (inferred) ++mapped.inferred;
+  }
+
+  // What a kernel writes to managed or host memory the host can read in
+  // place once it synchronizes, with no copy the trace would show: such a
+  // sync is needed, as one before reading a download is.
+  void note_host_readable_writes(stream_id stream, const std::vector<Access>& accesses) {
+    for (const Access& a : accesses) {
+      if (a.mode == access_mode::write && detail::Allocations::host_readable(a.buffer))
+        pending_results_[stream].push_back(Access{a.buffer, a.offset, a.size, access_mode::read, a.source});
+    }
+  }
+
+  // cudaMemPrefetchAsync: a copy on its stream, timed by the migrations it
+  // made (capture_memory.hpp); the model has no rate for migrations, so it
+  // keeps its measured time. Where it moved nothing (the bytes were there
+  // already, or the trace has no migration records) it still orders its
+  // stream: a marker, as an attach is.
+  void convert_prefetch(std::size_t index) {
+    const Call& c = trace_.calls[index];
+    const auto* work = work_of(c);
+    const auto direction =
+        work && !work->empty() ? detail::parse_direction(trace_.work[work->front()].copy_kind) : std::nullopt;
+    if (!direction || *direction == copy_direction::d2d) {
+      convert_managed_marker(index);
+      return;
+    }
+    const double after = charge_call_excess_around_work(c);
+    flush_host_work(ms(c.start));
+    Op op;
+    op.kind = op_kind::copy;
+    op.direction = *direction;
+    op.stream = stream_of(c.stream);
+    op.memory = host_memory::pinned;  // the host does not take part
+    op.mode = call_mode::asynchronous;
+    for (const std::size_t w : *work) op.bytes += trace_.work[w].bytes;
+    op.duration = measured_duration(c);
+    op.label = "prefetch";
+    out_.program.append(std::move(op));
+    from_call(index);
+    after_op(after);
+  }
+
+  // A managed-memory call in stream order that moves nothing the trace
+  // shows (cudaStreamAttachMemAsync, a prefetch of resident bytes): a
+  // marker on its stream, named after the call. It touches no bytes: a
+  // migration keeps what memory holds.
+  void convert_managed_marker(std::size_t index) {
+    const Call& c = trace_.calls[index];
+    if (!c.stream) {
+      convert_other(index);
+      return;
+    }
+    charge_call_excess(c);
+    flush_host_work(ms(c.start));
+    const stream_id s = stream_of(c.stream);
+    out_.program.record(added_event(fmt::format("managed memory on {}", out_.program.streams()[s].name)), s);
+    out_.program.last().label = c.api;
+    from_call(index, /*claim_work=*/false);
   }
 
   // A graph launch: each device record of it an op on the stream it ran on,
@@ -539,6 +664,12 @@ class Converter {
       if (s != launch && std::find(branches.begin(), branches.end(), s) == branches.end())
         branches.push_back(s);
     }
+    // Memory nodes run on no stream of their own: they get one per graph,
+    // ordered only by the graph's edges, so that no stream order the graph
+    // does not have hides a race with a free.
+    const std::optional<stream_id> memory =
+        g.memory.empty() ? std::nullopt : std::optional(graph_memory_stream(g.graph));
+    if (memory) branches.push_back(*memory);
     const auto synthesized = [&](op_id) {
       from_call(index, /*claim_work=*/false);
       out_.origin.back().synthesized = true;
@@ -552,25 +683,73 @@ class Converter {
     // edges lead back to on other streams, through an event each of those
     // records after itself (same-stream order holds anyway).
     const auto stream_at = [&](std::size_t k) { return stream_of(trace_.work[g.work[k]].stream); };
-    const std::vector<bool> signals = detail::signalling_records(g, stream_at);
+    std::vector<bool> signals = detail::signalling_records(g, stream_at);
     std::vector<op_id> op_of_record(g.work.size());
     const auto node_done = [&](std::size_t k) {
       return added_event(fmt::format("graph {} node {} done", g.graph, k));
     };
+    // Memory nodes have no record: each is a marker on the graph's memory
+    // stream, placed before the first record that runs after it, waiting
+    // for the records it runs after and waited for by those after it.
+    std::vector<std::vector<std::size_t>> memory_at(g.work.size() + 1);  // by the position it precedes
+    std::vector<std::vector<std::size_t>> waits_for_memory(g.work.size());
+    for (std::size_t i = 0; i < g.memory.size(); ++i) {
+      const detail::GraphMemoryNode& m = g.memory[i];
+      memory_at[m.before.empty() ? g.work.size() : m.before.front()].push_back(i);
+      for (const std::size_t p : m.after) signals[p] = true;
+      for (const std::size_t q : m.before) waits_for_memory[q].push_back(i);
+    }
+    const auto memory_done = [&](std::size_t i) {
+      return added_event(fmt::format("graph {} memory node {} done", g.graph, i));
+    };
+    const auto memory_node = [&](std::size_t i) {
+      const detail::GraphMemoryNode& m = g.memory[i];
+      const stream_id s = *memory;
+      for (const std::size_t p : m.after) synthesized(out_.program.wait(s, node_done(p)));
+      out_.program.record(memory_done(i), s);
+      Op& op = out_.program.last();
+      op.label = fmt::format("graph {}: {}", g.graph, m.free ? "free" : "alloc");
+      op.graph_node = true;
+      // As a stream-ordered free, a free node writes the whole allocation.
+      // Its address stays the graph's (reserved while the graph lives), so
+      // a later use of it names the buffer freed, racing with the free
+      // unless ordered after it; the next launch's allocation node makes it
+      // a buffer of its own again.
+      if (m.free) {
+        if (const auto region = allocations_.find(m.ptr); region && region->offset == 0)
+          op.accesses.push_back(Access{region->buffer, 0, region->size, access_mode::write});
+      } else {
+        allocations_.add(m.ptr, m.bytes, "graph");
+      }
+      from_call(index, /*claim_work=*/false);
+    };
     for (std::size_t k = 0; k < g.work.size(); ++k) {
       const std::size_t w = g.work[k];
+      for (const std::size_t i : memory_at[k]) memory_node(i);
       if (g.after) {
         for (const std::size_t p : (*g.after)[k]) {
           if (stream_at(p) != stream_at(k)) synthesized(out_.program.wait(stream_at(k), node_done(p)));
         }
       }
+      for (const std::size_t i : waits_for_memory[k])
+        synthesized(out_.program.wait(stream_at(k), memory_done(i)));
       const DeviceWork& record = trace_.work[w];
       Op op = detail::graph_work_op(g.graph, record, stream_of(record.stream),
                                     record.name.empty() ? std::string("kernel") : short_name(record.name),
                                     {out_.sms, options_.copies_from_model});
+      if (body_records_.contains(w))
+        op.label.replace(0, op.label.find(':'), fmt::format("graph {} (conditional body)", g.graph));
       op.accesses =
           detail::graph_node_accesses(g.nodes[k], record, trace_, call_by_corr_, *extents_, allocations_);
+      // Measured, where the node's order and parameters are known (measured_run.hpp).
+      if (const auto m = trace_.measured_nodes.find({c.corr, record.node});
+          m != trace_.measured_nodes.end() && g.nodes[k] != nullptr && op.kind == op_kind::kernel)
+        op.accesses = detail::with_measured_accesses(m->second, std::move(op.accesses), allocations_);
       const bool from_pointers = op.kind == op_kind::kernel && !op.accesses.empty();
+      if (op.kind == op_kind::kernel) {
+        count_mapped(op.accesses);
+        note_host_readable_writes(*op.stream, op.accesses);
+      }
       op_of_record[k] = out_.program.append(std::move(op));
       from_call(index, /*claim_work=*/false);
       out_.origin.back().accesses_from_pointers = from_pointers;
@@ -586,6 +765,7 @@ class Converter {
         }
       }
     }
+    for (const std::size_t i : memory_at.back()) memory_node(i);
     for (const stream_id s : branches) {
       const event_id join =
           added_event(fmt::format("graph {} {} done", g.graph, out_.program.streams()[s].name));
@@ -850,9 +1030,11 @@ class Converter {
   std::unordered_map<std::uint64_t, std::size_t>
       call_by_corr_;  // calls that made graph nodes are looked up by it
   std::set<std::uint64_t> claimed_;
-  std::optional<detail::KernelExtents> extents_;  // built in run(), from the whole trace
-  std::optional<detail::GraphLaunches> graphs_;   // built in the constructor, from work_by_call_
-  std::map<std::string, event_id> added_events_;  // the events added_event() added, by name
+  std::set<std::size_t> body_records_;  // records of conditional bodies (indices into trace.work)
+  std::map<std::size_t, stream_id> graph_memory_streams_;  // by graph number
+  std::optional<detail::KernelExtents> extents_;           // built in run(), from the whole trace
+  std::optional<detail::GraphLaunches> graphs_;            // built in the constructor, from work_by_call_
+  std::map<std::string, event_id> added_events_;           // the events added_event() added, by name
   std::map<stream_id, std::vector<Access>> pending_results_;
   detail::Allocations allocations_;
   std::vector<std::vector<std::size_t>> work_;  // per op: its device work records
@@ -928,7 +1110,11 @@ std::string short_kernel_name(const std::string& name) {
 Capture capture(const RawTrace& trace, const CaptureOptions& options) {
   if (trace.calls.empty() && trace.work.empty())
     throw invalid_input("no CUDA activity: the traced process made no CUDA call that reached the tracer");
-  Capture run = Converter(trace, options).run();
+  // Prefetches' migrations become their calls' work (capture_memory.hpp).
+  const auto by = detail::prefetch_of_migrations(trace);
+  const std::optional<RawTrace> with_prefetches = detail::with_prefetch_work(trace, by);
+  Capture run = Converter(with_prefetches ? *with_prefetches : trace, options).run();
+  detail::count_link_moves(trace, by, run.link);
   run.env = trace.env;
   run.format = trace.format;
   run.stream_activity = stream_activity(trace);

@@ -53,7 +53,8 @@ std::vector<WorkKey> signature(const RawTrace& trace, const std::vector<std::siz
 class GraphStructure {
  public:
   explicit GraphStructure(const RawTrace& trace) : trace_(trace) {
-    for (const GraphRecord& g : trace.graphs) {
+    for (std::size_t gi = 0; gi < trace.graphs.size(); ++gi) {
+      const GraphRecord& g = trace.graphs[gi];
       // Nodes that order the graph with work outside it (event record and
       // wait nodes, external semaphores, memory operations, conditional
       // bodies) make that order unknown here.
@@ -63,6 +64,7 @@ class GraphStructure {
       });
       for (std::size_t i = 0; i < g.nodes.size(); ++i) {
         Node& n = nodes_[g.nodes[i]];
+        graph_of_.try_emplace(g.nodes[i], gi);
         n.parent = g.parents[i];
         n.child_graph = g.kinds[i] == "graph";
         n.ordered_outside = n.ordered_outside || outside;
@@ -87,6 +89,14 @@ class GraphStructure {
       id = of->second;
     }
     return std::nullopt;
+  }
+
+  /// The graph record (index into trace.graphs) node `id` (resolved) was
+  /// first written in.
+  [[nodiscard]] std::optional<std::size_t> graph_of(std::uint64_t id) const {
+    const auto it = graph_of_.find(id);
+    if (it == graph_of_.end()) return std::nullopt;
+    return it->second;
   }
 
   /// Node `id` (resolved) belongs to a graph with nodes that order it with
@@ -171,16 +181,88 @@ class GraphStructure {
 
   const RawTrace& trace_;
   std::unordered_map<std::uint64_t, Node> nodes_;
+  std::unordered_map<std::uint64_t, std::size_t> graph_of_;  // node -> its graph record
 };
+
+// Walks the graph backwards from node `id` (excluded) and collects the
+// positions of the first records met on each path (`position`: resolved node
+// -> position in the launch's work); nodes without a record are walked
+// through, and `through` is told of each.
+template <typename Through>
+void nearest_records(const GraphStructure& structure, std::uint64_t id,
+                     const std::unordered_map<std::uint64_t, std::size_t>& position,
+                     std::vector<std::size_t>& out, Through&& through) {
+  std::vector<std::uint64_t> stack;
+  std::unordered_set<std::uint64_t> seen;
+  structure.predecessors(id, stack);
+  while (!stack.empty()) {
+    const std::uint64_t p = stack.back();
+    stack.pop_back();
+    if (!seen.insert(p).second) continue;
+    if (const auto at = position.find(p); at != position.end()) {
+      out.push_back(at->second);
+      continue;
+    }
+    through(p);
+    structure.predecessors(p, stack);
+  }
+  std::sort(out.begin(), out.end());
+}
+
+// A memory node's address and size, from its own parameters or the
+// captured cudaMallocAsync / cudaFreeAsync that made it; empty if unknown.
+std::optional<GraphMemoryNode> memory_node(const GraphNodeRecord* made, bool free, const RawTrace& trace,
+                                           const std::unordered_map<std::uint64_t, std::size_t>& call_of) {
+  if (made == nullptr) return std::nullopt;
+  GraphMemoryNode m;
+  m.free = free;
+  if (!made->kind.empty()) {
+    m.ptr = made->dst;
+    m.bytes = made->bytes;
+  } else if (const auto it = call_of.find(made->corr); it != call_of.end()) {
+    const Call& c = trace.calls[it->second];
+    if (c.cls != (free ? call_class::free : call_class::alloc)) return std::nullopt;
+    m.ptr = c.ptr;
+    m.bytes = c.bytes;
+  }
+  if (m.ptr == 0 || (!free && m.bytes == 0)) return std::nullopt;
+  return m;
+}
+
+// The memory nodes of the graph a launch's records belong to, with the
+// addresses the trace gives them.
+std::vector<std::pair<std::uint64_t, GraphMemoryNode>> memory_nodes_of(
+    const RawTrace& trace, const GraphStructure& structure, const std::vector<std::size_t>& work,
+    const std::unordered_map<std::uint64_t, std::size_t>& call_of) {
+  std::vector<std::pair<std::uint64_t, GraphMemoryNode>> memory;
+  std::optional<std::size_t> graph;
+  for (const std::size_t w : work) {
+    if (const auto id = structure.resolve(trace.work[w].node)) {
+      graph = structure.graph_of(*id);
+      break;
+    }
+  }
+  if (!graph) return memory;
+  const GraphRecord& g = trace.graphs[*graph];
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const bool alloc = g.kinds[i] == "mem_alloc";
+    if (!alloc && g.kinds[i] != "mem_free") continue;
+    if (auto m = memory_node(structure.made(g.nodes[i]), !alloc, trace, call_of))
+      memory.emplace_back(g.nodes[i], std::move(*m));
+  }
+  return memory;
+}
 
 // For each record of a launch (in `work`, start order), the positions of
 // the records it waits for by the graph's edges: a backward walk from its
 // node that stops at the first node with a record of this launch. Only
 // earlier positions are kept: a predecessor ends before its successor
-// starts, so a later one is a tie of zero-length records, which orders nothing.
-std::optional<std::vector<std::vector<std::size_t>>> record_order(const RawTrace& trace,
-                                                                  const GraphStructure& structure,
-                                                                  const std::vector<std::size_t>& work) {
+// starts, so a later one is a tie of zero-length records, which orders
+// nothing. The graph's memory nodes (`memory`, by node id) learn the
+// records they run after and before on the way.
+std::optional<std::vector<std::vector<std::size_t>>> record_order(
+    const RawTrace& trace, const GraphStructure& structure, const std::vector<std::size_t>& work,
+    std::vector<std::pair<std::uint64_t, GraphMemoryNode>>& memory) {
   std::unordered_map<std::uint64_t, std::size_t> position;  // resolved node -> position in work
   std::vector<std::uint64_t> node(work.size(), 0);
   for (std::size_t k = 0; k < work.size(); ++k) {
@@ -189,25 +271,18 @@ std::optional<std::vector<std::vector<std::size_t>>> record_order(const RawTrace
     node[k] = *id;
     position[*id] = k;
   }
+  std::unordered_map<std::uint64_t, std::size_t> memory_at;  // node -> index in memory
+  for (std::size_t i = 0; i < memory.size(); ++i) memory_at.emplace(memory[i].first, i);
   std::vector<std::vector<std::size_t>> after(work.size());
-  std::vector<std::uint64_t> stack;
-  std::unordered_set<std::uint64_t> seen;
   for (std::size_t k = 0; k < work.size(); ++k) {
-    stack.clear();
-    seen.clear();
-    structure.predecessors(node[k], stack);
-    while (!stack.empty()) {
-      const std::uint64_t p = stack.back();
-      stack.pop_back();
-      if (!seen.insert(p).second) continue;
-      if (const auto at = position.find(p); at != position.end()) {
-        if (at->second < k) after[k].push_back(at->second);
-        continue;
-      }
-      structure.predecessors(p, stack);
-    }
-    std::sort(after[k].begin(), after[k].end());
+    nearest_records(structure, node[k], position, after[k], [&](std::uint64_t through) {
+      if (const auto m = memory_at.find(through); m != memory_at.end())
+        memory[m->second].second.before.push_back(k);
+    });
+    after[k].erase(std::remove_if(after[k].begin(), after[k].end(), [k](std::size_t p) { return p >= k; }),
+                   after[k].end());
   }
+  for (auto& [id, m] : memory) nearest_records(structure, id, position, m.after, [](std::uint64_t) {});
   return after;
 }
 
@@ -232,6 +307,12 @@ GraphLaunches::GraphLaunches(const RawTrace& trace, const std::vector<std::size_
   for (const auto& [id, n] : trace.graph_nodes) {
     if (n.corr != 0) made_nodes.insert(n.corr);
   }
+  std::unordered_map<std::uint64_t, std::size_t> call_of;  // those calls, by corr
+  if (!made_nodes.empty()) {
+    for (std::size_t i = 0; i < trace.calls.size(); ++i) {
+      if (made_nodes.contains(trace.calls[i].corr)) call_of.try_emplace(trace.calls[i].corr, i);
+    }
+  }
   std::map<std::uint64_t, bool> capturing;  // per thread
   std::map<std::vector<WorkKey>, std::size_t> graphs;
   for (const std::size_t i : order) {
@@ -254,6 +335,7 @@ GraphLaunches::GraphLaunches(const RawTrace& trace, const std::vector<std::size_
     if (!is_graph_launch(c) || !has_work) continue;
 
     GraphLaunch launch;
+    std::vector<std::pair<std::uint64_t, GraphMemoryNode>> memory;  // by node id
     std::vector<std::size_t> records = work->second;
     std::stable_sort(records.begin(), records.end(),
                      [&](std::size_t a, std::size_t b) { return trace.work[a].start < trace.work[b].start; });
@@ -285,7 +367,8 @@ GraphLaunches::GraphLaunches(const RawTrace& trace, const std::vector<std::size_
         return std::tie(trace.work[a].start, trace.work[a].end) <
                std::tie(trace.work[b].start, trace.work[b].end);
       });
-      launch.after = record_order(trace, structure, by_start);
+      memory = memory_nodes_of(trace, structure, by_start, call_of);
+      launch.after = record_order(trace, structure, by_start, memory);
       if (launch.after) records = std::move(by_start);
     }
     // Accesses only where the edges are known too: without them ops on
@@ -299,6 +382,7 @@ GraphLaunches::GraphLaunches(const RawTrace& trace, const std::vector<std::size_
     });
     if (launch.after && !outside) {
       for (const std::size_t w : records) launch.nodes.push_back(structure.made(trace.work[w].node));
+      for (auto& [id, m] : memory) launch.memory.push_back(std::move(m));
     } else {
       launch.nodes.assign(records.size(), nullptr);
     }

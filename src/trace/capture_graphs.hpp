@@ -41,6 +41,19 @@ namespace overlap::trace::detail {
 /// cudaGraphLaunch or cuGraphLaunch.
 [[nodiscard]] bool is_graph_launch(const Call& call) noexcept;
 
+/// A memory allocation or free node of a launched graph: no device record,
+/// but an op in the graph's order all the same (capture.cpp makes it a
+/// marker: the free writes the whole allocation, as cudaFreeAsync does).
+struct GraphMemoryNode {
+  bool free = false;        ///< a free node; else an allocation node
+  std::uint64_t ptr = 0;    ///< the address allocated or freed
+  std::uint64_t bytes = 0;  ///< allocation nodes: the size
+  /// Positions in GraphLaunch::work of the nearest records it runs after.
+  std::vector<std::size_t> after;
+  /// Positions of the nearest records that run after it, ascending.
+  std::vector<std::size_t> before;
+};
+
 /// One graph launch as the device records show it.
 struct GraphLaunch {
   /// The graph's number, from 1, in the order graphs were first launched; a
@@ -65,6 +78,9 @@ struct GraphLaunch {
   /// order it with outside work (event record or wait, external semaphore,
   /// memory operation, conditional nodes).
   std::vector<const GraphNodeRecord*> nodes;
+  /// With the graph's structure and its nodes known: its memory nodes whose
+  /// address the trace gives, in the graph record's node order.
+  std::vector<GraphMemoryNode> memory;
 };
 
 /// The graph launches and stream-captured calls of a whole trace.

@@ -42,6 +42,7 @@ struct MeasuredLaunch {
   bool exact = true;
   std::vector<std::uint64_t> ptrs;   ///< its pointer arguments, in the measuring run
   std::vector<std::uint64_t> sptrs;  ///< its struct arguments' address-like words
+  bool measured = true;              ///< false: a graph node the measuring run could not tell apart
 };
 
 /// Where `p` lies in the traced run, anchored to the launch's arguments: the
@@ -49,7 +50,9 @@ struct MeasuredLaunch {
 /// piece's allocation nearest below the piece, else any into it. A caching
 /// allocator may hand a tensor another block in each run; the kernel still
 /// finds it through its argument.
-std::optional<std::uint64_t> anchored(const Piece& p, const MeasuredLaunch& m, const Call& traced) {
+std::optional<std::uint64_t> anchored(const Piece& p, const MeasuredLaunch& m,
+                                      const std::vector<std::uint64_t>& ptrs,
+                                      const std::vector<std::uint64_t>& struct_ptrs) {
   const std::uint64_t start = p.base + p.offset;
   // (measured value, traced value) of the nearest argument at or below the
   // piece, and of the nearest above it.
@@ -64,11 +67,43 @@ std::optional<std::uint64_t> anchored(const Piece& p, const MeasuredLaunch& m, c
       if (v > start && (!above || v < above->first)) above = {{v, here[i]}};
     }
   };
-  consider(m.ptrs, traced.ptrs);
-  consider(m.sptrs, traced.struct_ptrs);
+  consider(m.ptrs, ptrs);
+  consider(m.sptrs, struct_ptrs);
   if (below) return below->second + (start - below->first);
   if (above && above->second >= above->first - start) return above->second - (above->first - start);
   return std::nullopt;
+}
+
+/// The arguments a graph's kernel node runs with, as the trace recorded
+/// them when the node was made (through the clones instantiation made);
+/// not `known` where the trace does not say or they changed since.
+struct NodeArguments {
+  bool known = false;
+  std::vector<std::uint64_t> ptrs;
+  std::vector<std::uint64_t> struct_ptrs;
+};
+
+NodeArguments node_arguments(const RawTrace& trace, const std::map<std::uint64_t, const Call*>& call_of,
+                             std::uint64_t node) {
+  constexpr int max_clone_hops = 8;
+  NodeArguments args;
+  for (int hops = 0; node != 0 && hops < max_clone_hops; ++hops) {
+    if (const auto it = trace.graph_nodes.find(node); it != trace.graph_nodes.end()) {
+      const GraphNodeRecord& made = it->second;
+      if (made.params_changed) return args;
+      if (made.kind == "kernel") {
+        args = {true, made.ptrs, made.struct_ptrs};
+      } else if (const auto call = call_of.find(made.corr);
+                 made.kind.empty() && call != call_of.end() && call->second->cls == call_class::launch) {
+        args = {true, call->second->ptrs, call->second->struct_ptrs};
+      }
+      return args;
+    }
+    const auto of = trace.node_clones.find(node);
+    if (of == trace.node_clones.end()) break;
+    node = of->second;
+  }
+  return args;
 }
 
 /// The kind a traced allocation call's memory matches in the measuring run.
@@ -139,6 +174,8 @@ class MeasuringFile {
 
   /// Launches by kernel name, in launch order.
   std::map<std::string, std::vector<MeasuredLaunch>> launches;
+  /// Kernel nodes of graph launches by kernel name, in launch order.
+  std::map<std::string, std::vector<MeasuredLaunch>> graph_launches;
   std::uint64_t count = 0;
   std::uint64_t outside = 0;
 
@@ -180,7 +217,13 @@ class MeasuringFile {
       pieces(r, "writes", launch.writes);
       launch.ptrs = values(r, "ptrs");
       launch.sptrs = values(r, "sptrs");
-      launches[text(r, "kernel", "")].push_back(std::move(launch));
+      // A graph's kernel node: "measured", or "shared" (not told apart from another node of its launch).
+      const std::string graph = text(r, "graph", "");
+      if (!graph.empty() && graph != "measured" && graph != "shared")
+        throw invalid_input(fmt::format(R"({}:{}: "graph" is neither "measured" nor "shared")", source_,
+                                        r.value("line", std::uint64_t{0})));
+      launch.measured = graph != "shared";
+      (graph.empty() ? launches : graph_launches)[text(r, "kernel", "")].push_back(std::move(launch));
       ++count;
     }
   }
@@ -255,9 +298,63 @@ MeasuredJoin join_measured_run(RawTrace& trace, std::istream& in, std::string_vi
     if (node.corr != 0) captured.insert(node.corr);
   }
 
+  // Kernel records of graph launches, by their launch call, in start order;
+  // the calls that made graph nodes, by corr.
+  std::map<std::uint64_t, std::vector<const DeviceWork*>> graph_kernels;
+  for (const DeviceWork& w : trace.work) {
+    if (w.kind != work_kind::kernel || w.node == 0 || w.corr == 0) continue;
+    const auto alias = trace.aliases.find(w.corr);
+    graph_kernels[alias == trace.aliases.end() ? w.corr : alias->second].push_back(&w);
+  }
+  for (auto& [corr, records] : graph_kernels) {
+    std::stable_sort(records.begin(), records.end(),
+                     [](const DeviceWork* a, const DeviceWork* b) { return a->start < b->start; });
+  }
+  std::map<std::uint64_t, const Call*> node_calls;
+  for (const Call* c : calls) {
+    if (captured.contains(c->corr)) node_calls.emplace(c->corr, c);
+  }
+
   std::map<AllocationKey, std::uint64_t> address_of;
   std::map<std::pair<std::string, std::uint64_t>, std::uint64_t> ordinals;
   std::map<std::string, std::uint64_t> launches_of;
+  std::map<std::string, std::uint64_t> graph_launches_of;
+  // The k-th measured launch of `kernel` in `from` in the traced run's
+  // addresses, anchored to the traced launch's arguments; empty where the
+  // runs differ or it was not measured.
+  const auto translated =
+      [&](const std::map<std::string, std::vector<MeasuredLaunch>>& from,
+          std::map<std::string, std::uint64_t>& seen, const std::string& kernel,
+          const std::vector<std::uint64_t>& ptrs,
+          const std::vector<std::uint64_t>& struct_ptrs) -> std::optional<MeasuredAccesses> {
+    const std::uint64_t k = seen[kernel]++;
+    const auto it = from.find(kernel);
+    if (it == from.end() || k >= it->second.size() || !it->second[k].measured) return std::nullopt;
+    const MeasuredLaunch& m = it->second[k];
+    MeasuredAccesses accesses;
+    accesses.exact = m.exact;
+    bool whole = true;
+    const auto translate = [&](const std::vector<Piece>& pieces, auto& to) {
+      for (const Piece& p : pieces) {
+        if (const auto at = anchored(p, m, ptrs, struct_ptrs)) {
+          to.emplace_back(*at, p.bytes);
+          continue;
+        }
+        const auto a = address_of.find(p.allocation);
+        if (a == address_of.end()) {
+          whole = false;  // an allocation the traced run did not make (yet): the runs differ
+          continue;
+        }
+        to.emplace_back(a->second + p.offset, p.bytes);
+      }
+    };
+    translate(m.reads, accesses.reads);
+    translate(m.writes, accesses.writes);
+    if (!whole) return std::nullopt;
+    if (!accesses.exact) ++join.inexact;
+    ++join.joined;
+    return accesses;
+  };
   for (const Call* c : calls) {
     if (c->status != 0) continue;
     if (c->cls == call_class::alloc && c->ptr != 0) {
@@ -266,56 +363,48 @@ MeasuredJoin join_measured_run(RawTrace& trace, std::istream& in, std::string_vi
       address_of[{kind, c->bytes, ordinals[{kind, c->bytes}]++}] = c->ptr;
     } else if (c->cls == call_class::launch && !c->kernel.empty() && !captured.contains(c->corr)) {
       ++join.traced_launches;
-      const std::uint64_t k = launches_of[c->kernel]++;
-      const auto it = measured.launches.find(c->kernel);
-      if (it == measured.launches.end() || k >= it->second.size()) continue;
-      const MeasuredLaunch& m = it->second[k];
-      MeasuredAccesses accesses;
-      accesses.exact = m.exact;
-      bool whole = true;
-      const auto translate = [&](const std::vector<Piece>& from, auto& to) {
-        for (const Piece& p : from) {
-          if (const auto at = anchored(p, m, *c)) {
-            to.emplace_back(*at, p.bytes);
-            continue;
-          }
-          const auto a = address_of.find(p.allocation);
-          if (a == address_of.end()) {
-            whole = false;  // an allocation the traced run did not make (yet): the runs differ
-            continue;
-          }
-          to.emplace_back(a->second + p.offset, p.bytes);
-        }
-      };
-      translate(m.reads, accesses.reads);
-      translate(m.writes, accesses.writes);
-      if (!whole) continue;
-      if (!accesses.exact) ++join.inexact;
-      trace.measured[c->corr] = std::move(accesses);
-      ++join.joined;
+      if (auto accesses = translated(measured.launches, launches_of, c->kernel, c->ptrs, c->struct_ptrs))
+        trace.measured[c->corr] = std::move(*accesses);
+    } else if (const auto records = graph_kernels.find(c->corr); records != graph_kernels.end()) {
+      // A graph launch: its kernel nodes, each anchored to the arguments it was made with.
+      for (const DeviceWork* w : records->second) {
+        ++join.traced_launches;
+        const NodeArguments args = node_arguments(trace, node_calls, w->node);
+        auto accesses =
+            translated(measured.graph_launches, graph_launches_of, w->name, args.ptrs, args.struct_ptrs);
+        if (accesses && args.known) trace.measured_nodes[{c->corr, w->node}] = std::move(*accesses);
+      }
     }
   }
   return join;
 }
 
+namespace {
+
+/// One `accesses` record: a launch call's (`node` 0) or a graph kernel node's.
+std::string accesses_record(std::uint64_t corr, std::uint64_t node, const MeasuredAccesses& m) {
+  nlohmann::json r{{"t", "accesses"}, {"corr", corr}};
+  if (node != 0) r["node"] = node;
+  const auto flat = [](const auto& pairs) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& [address, bytes] : pairs) {
+      list.push_back(address);
+      list.push_back(bytes);
+    }
+    return list;
+  };
+  r["reads"] = flat(m.reads);
+  r["writes"] = flat(m.writes);
+  if (!m.exact) r["exact"] = false;
+  return r.dump() + "\n";
+}
+
+}  // namespace
+
 std::string measured_records(const RawTrace& trace) {
   std::string out;
-  for (const auto& [corr, m] : trace.measured) {
-    nlohmann::json r{{"t", "accesses"}, {"corr", corr}};
-    const auto flat = [](const auto& pairs) {
-      nlohmann::json list = nlohmann::json::array();
-      for (const auto& [address, bytes] : pairs) {
-        list.push_back(address);
-        list.push_back(bytes);
-      }
-      return list;
-    };
-    r["reads"] = flat(m.reads);
-    r["writes"] = flat(m.writes);
-    if (!m.exact) r["exact"] = false;
-    out += r.dump();
-    out += '\n';
-  }
+  for (const auto& [corr, m] : trace.measured) out += accesses_record(corr, 0, m);
+  for (const auto& [key, m] : trace.measured_nodes) out += accesses_record(key.first, key.second, m);
   return out;
 }
 

@@ -23,7 +23,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::pair<call_class, std::string_view>, 16> class_names{{
+constexpr std::array<std::pair<call_class, std::string_view>, 18> class_names{{
     {call_class::copy, "copy"},
     {call_class::memset, "memset"},
     {call_class::launch, "launch"},
@@ -39,6 +39,8 @@ constexpr std::array<std::pair<call_class, std::string_view>, 16> class_names{{
     {call_class::stream_create, "stream_create"},
     {call_class::stream_destroy, "stream_destroy"},
     {call_class::event_create, "event_create"},
+    {call_class::prefetch, "prefetch"},
+    {call_class::attach, "attach"},
     {call_class::other, "other"},
 }};
 
@@ -423,7 +425,22 @@ Call read_call(const Record& r) {
   c.event = r.get<std::uint64_t>("event");
   c.ptr = r.get<std::uint64_t>("ptr");
   c.memory = r.get<std::string>("memory");
+  c.to = r.get<std::string>("to");
   return c;
+}
+
+Migration read_migration(const Record& r) {
+  Migration m;
+  m.start = r.require<std::uint64_t>("start");
+  m.end = r.require<std::uint64_t>("end");
+  if (m.end < m.start) r.fail("end", "is before start");
+  m.bytes = r.get<std::uint64_t>("bytes");
+  m.address = r.get<std::uint64_t>("address");
+  m.kind = r.get<std::string>("kind");
+  m.cause = r.get<std::string>("cause", "unknown");
+  m.count = std::max<std::uint64_t>(1, r.get<std::uint64_t>("count", 1));
+  m.busy = std::min(r.get<std::uint64_t>("busy", m.end - m.start), m.count * (m.end - m.start));
+  return m;
 }
 
 DeviceWork read_work(const Record& r, work_kind kind) {
@@ -488,6 +505,8 @@ void read_record(const Record& r, const std::string& type, RawTrace& trace) {
     trace.work.push_back(read_work(r, work_kind::kernel));
   } else if (type == "sync") {
     trace.work.push_back(read_work(r, work_kind::sync));
+  } else if (type == "migration") {
+    trace.migrations.push_back(read_migration(r));
   } else if (type == "stream") {
     trace.streams.push_back(
         {r.require<std::uint32_t>("stream"), r.get<std::string>("kind", "blocking"), r.get<int>("priority")});
@@ -515,8 +534,11 @@ void read_record(const Record& r, const std::string& type, RawTrace& trace) {
   } else if (type == "graph") {
     trace.graphs.push_back(read_graph(r));
   } else if (type == "accesses") {
-    // A measured launch's bytes (`overlap audit --accesses measured`, measured_run.hpp).
-    MeasuredAccesses& m = trace.measured[r.require<std::uint64_t>("corr")];
+    // A measured launch's bytes (`overlap audit --accesses measured`,
+    // measured_run.hpp); with a `node`, a graph kernel node's.
+    const auto corr = r.require<std::uint64_t>("corr");
+    const auto node = r.get<std::uint64_t>("node");
+    MeasuredAccesses& m = node != 0 ? trace.measured_nodes[{corr, node}] : trace.measured[corr];
     const auto pairs = [&](const char* key, auto& out) {
       const auto flat = r.get<std::vector<std::uint64_t>>(key);
       if (flat.size() % 2 != 0) r.fail(key, "is not a list of (address, bytes) pairs");

@@ -343,6 +343,12 @@ const std::vector<Planted>& planted_apps() {
        {{"kernel", "fill", "cudaGraphLaunch"}, {"kernel", "halve", "cudaGraphLaunch"}}},
       // Two small kernels chained by stream capture.
       {"graph_serialized", "graph-serialized-nodes", "warning", {"cudaGraphLaunch"}, {}},
+      // A graph's free node not ordered after a kernel reading the memory it frees.
+      {"graph_memory_race",
+       "race",
+       "warning",
+       {},
+       {{"kernel", "keep", "cudaGraphLaunch"}, {"record", "free", "cudaGraphLaunch"}}},
   };
   return apps;
 }
@@ -547,7 +553,7 @@ void expect_one_line_error(const Outcome& r) {
 
 // `--accesses measured` (tools/measure): the planted kernel and copy races,
 // inferred as possible, are proven (errors, certain) once every launch's
-// bytes are measured; the repaired twins stay clean.
+// bytes are measured, graphs' kernel nodes too; the repaired twins stay clean.
 class MeasuredRace : public testing::TestWithParam<std::string> {};
 
 TEST_P(MeasuredRace, ProvenWhenMeasuredAndGoneWhenRepaired) {
@@ -581,8 +587,51 @@ TEST_P(MeasuredRace, ProvenWhenMeasuredAndGoneWhenRepaired) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Apps, MeasuredRace,
-                         testing::Values("race_kernels", "race_copy", "race_kernels_static"),
+                         testing::Values("race_kernels", "race_copy", "race_kernels_static", "graph_race",
+                                         "graph_memory_race"),
                          [](const testing::TestParamInfo<std::string>& app) { return app.param; });
+
+// --- managed and mapped memory ---------------------------------------------------------------
+
+// app_managed_memory: prefetches are counted apart from the driver's moves
+// on demand, and the zero-copy kernel's bytes are on the link; without
+// prefetches the kernels fault the pages in instead.
+TEST(ManagedMemory, PrefetchesAndMovesOnDemandAreCountedApart) {
+  SKIP_WITHOUT_DEVICE();
+  constexpr std::uint64_t managed_bytes = (16ULL << 20) + 4321ULL * 4;  // the app's x and y, each
+  constexpr std::uint64_t mapped_bytes = ((1ULL << 20) + 777ULL) * 4;
+  constexpr std::uint64_t slack = 8ULL << 20;  // the driver moves whole 2 MiB blocks at most
+  Scratch dir;
+  for (const bool on_demand : {false, true}) {
+    std::vector<std::string> command = {app_path("managed_memory")};
+    if (on_demand) command.emplace_back("--on-demand");
+    const Audit a = audit(command, dir);
+    ASSERT_FALSE(a.run.timed_out) << a.describe();
+    ASSERT_TRUE(a.parsed()) << a.describe();
+    EXPECT_EQ(app_exit_code(a.report), 0) << a.describe();
+    const json link = a.report.value("link", json::object());
+    const json prefetches = link.value("prefetches", json::object());
+    const json moved = link.value("on_demand", json::object());
+    const json mapped = link.value("mapped", json::object());
+    if (on_demand) {
+      EXPECT_EQ(prefetches.value("count", -1), 0) << link.dump(1);
+      // x faulted in by the kernels (y too: its pages started on the host).
+      EXPECT_GE(moved.value("h2d_bytes", std::uint64_t{0}), managed_bytes) << link.dump(1);
+    } else {
+      // x and y to the GPU, y back.
+      EXPECT_GE(prefetches.value("h2d_bytes", std::uint64_t{0}), 2 * managed_bytes) << link.dump(1);
+      EXPECT_LE(prefetches.value("h2d_bytes", std::uint64_t{0}), 2 * managed_bytes + slack) << link.dump(1);
+      EXPECT_GE(prefetches.value("d2h_bytes", std::uint64_t{0}), managed_bytes) << link.dump(1);
+      EXPECT_LE(prefetches.value("d2h_bytes", std::uint64_t{0}), managed_bytes + slack) << link.dump(1);
+      EXPECT_LT(moved.value("h2d_bytes", std::uint64_t{0}), managed_bytes) << link.dump(1);
+    }
+    // The zero-copy kernel: one launch, its whole input inferred from the pointer.
+    EXPECT_EQ(mapped.value("launches", -1), 1) << link.dump(1);
+    EXPECT_EQ(mapped.value("inferred", -1), 1) << link.dump(1);
+    EXPECT_EQ(mapped.value("read_bytes", std::uint64_t{0}), mapped_bytes) << link.dump(1);
+    EXPECT_EQ(a.report.value("summary", json::object()).value("errors", -1), 0) << a.describe();
+  }
+}
 
 TEST(Robustness, MissingAppIsBadInput) {
   SKIP_WITHOUT_DEVICE();

@@ -192,6 +192,15 @@ void write_class_fields(JsonLine& line, ThreadState& ts, const CallFields& f,
       line.number("ptr", f.ptr).string("memory", f.memory);
       put_stream();
       break;
+    case CallClass::prefetch:
+      line.number("ptr", f.ptr).number("bytes", f.bytes);
+      if (!f.to.empty()) line.string("to", f.to);
+      put_stream();
+      break;
+    case CallClass::attach:
+      line.number("ptr", f.ptr).number("bytes", f.bytes).number("flags", f.attach_flags);
+      put_stream();
+      break;
     case CallClass::host_register: line.number("ptr", f.ptr).number("bytes", f.bytes); break;
     case CallClass::host_unregister: line.number("ptr", f.ptr); break;
     case CallClass::stream_create:
@@ -209,6 +218,7 @@ void write_call(Tracer& tracer, ThreadState& ts, CUpti_CallbackDomain domain, CU
                 const CUpti_CallbackData& cb) {
   std::uint64_t end = timestamp();
   write_queued_devices();  // announced by resource callbacks since the last call
+  if (cb.context != nullptr) enable_migrations_once();
 
   const int status = call_status(domain, cb);
   const CallFields f = describe(domain, cbid, cb.functionParams, status == 0);

@@ -24,6 +24,8 @@ std::string_view class_name(CallClass cls) noexcept {
     case CallClass::stream_destroy: return "stream_destroy";
     case CallClass::event_create: return "event_create";
     case CallClass::event_destroy: return "event_destroy";
+    case CallClass::prefetch: return "prefetch";
+    case CallClass::attach: return "attach";
   }
   return "other";
 }
@@ -38,7 +40,8 @@ bool wants_caller(CallClass cls) noexcept {
     case CallClass::alloc:
     case CallClass::free:
     case CallClass::host_register:
-    case CallClass::host_unregister: return true;
+    case CallClass::host_unregister:
+    case CallClass::prefetch: return true;
     default: return false;
   }
 }

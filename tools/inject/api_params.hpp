@@ -37,6 +37,8 @@ enum class CallClass : std::uint8_t {
   stream_destroy,
   event_create,
   event_destroy,
+  prefetch,  ///< cudaMemPrefetchAsync: managed memory moved in stream order
+  attach,    ///< cudaStreamAttachMemAsync: managed memory's visibility, in stream order
 };
 
 /// The `cls` value ("stream_sync", "register", ...).
@@ -73,9 +75,11 @@ struct CallFields {
   // record, wait, event_sync, event_create, event_destroy
   std::uint64_t event = 0;
 
-  // alloc, free, host_register, host_unregister
+  // alloc, free, host_register, host_unregister, prefetch, attach
   std::uint64_t ptr = 0;
-  std::string_view memory;  ///< alloc/free: "device", "managed", "pinned", "async"
+  std::string_view memory;        ///< alloc/free: "device", "managed", "pinned", "async"
+  std::string_view to;            ///< prefetch: "device" or "host", where the bytes go
+  unsigned int attach_flags = 0;  ///< attach: cudaMemAttachGlobal/Host/Single
 
   // launch
   bool has_dims = false;

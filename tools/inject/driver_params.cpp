@@ -56,6 +56,16 @@ void driver_descriptor_copy(CallFields& f, const Descriptor* d) {
            {side_of(d->srcMemoryType), side_of(d->dstMemoryType)});
 }
 
+std::string_view location_name(CUmemLocationType type) {
+  switch (type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE: return "device";
+    case CU_MEM_LOCATION_TYPE_HOST:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: return "host";
+    default: return "";
+  }
+}
+
 }  // namespace
 
 // NOLINTNEXTLINE(readability-function-size): one flat case per entry point reads best
@@ -427,6 +437,39 @@ void describe_driver_call(CUpti_CallbackId cbid, const void* params, bool output
       f.cls = CallClass::host_unregister;
       f.ptr = address(args<cuMemHostUnregister_params>(params).p);
       break;
+
+    // --- managed memory in stream order
+    case DRV(cuMemPrefetchAsync):
+    case DRV(cuMemPrefetchAsync_ptsz): {
+      const auto& p = args<cuMemPrefetchAsync_params>(params);
+      f.per_thread = cbid == DRV(cuMemPrefetchAsync_ptsz);
+      set_prefetch(f, p.devPtr, p.count, p.dstDevice == CU_DEVICE_CPU ? "host" : "device", p.hStream);
+      break;
+    }
+    case DRV(cuMemPrefetchAsync_v2):
+    case DRV(cuMemPrefetchAsync_v2_ptsz): {
+      const auto& p = args<cuMemPrefetchAsync_v2_params>(params);
+      f.per_thread = cbid == DRV(cuMemPrefetchAsync_v2_ptsz);
+      set_prefetch(f, p.devPtr, p.count, location_name(p.location.type), p.hStream);
+      break;
+    }
+    case DRV(cuMemPrefetchBatchAsync):
+    case DRV(cuMemPrefetchBatchAsync_ptsz): {
+      const auto& p = args<cuMemPrefetchBatchAsync_params>(params);
+      f.per_thread = cbid == DRV(cuMemPrefetchBatchAsync_ptsz);
+      const BatchExtent batch = batch_extent(p.dptrs, p.sizes, p.count);
+      const bool located = p.prefetchLocs != nullptr && p.numPrefetchLocs > 0;
+      set_prefetch(f, batch.first, batch.bytes, located ? location_name(p.prefetchLocs[0].type) : "",
+                   p.hStream);
+      break;
+    }
+    case DRV(cuStreamAttachMemAsync):
+    case DRV(cuStreamAttachMemAsync_ptsz): {
+      const auto& p = args<cuStreamAttachMemAsync_params>(params);
+      f.per_thread = cbid == DRV(cuStreamAttachMemAsync_ptsz);
+      set_attach(f, p.dptr, p.length, p.flags, p.hStream);
+      break;
+    }
 
     // --- streams and events
     case DRV(cuStreamCreate): {

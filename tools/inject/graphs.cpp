@@ -94,6 +94,19 @@ void describe_explicit_node(ThreadState& ts, CUgraphNode node, JsonLine& line) {
                                std::max<std::size_t>(set.height, 1));
       break;
     }
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
+      CUDA_MEM_ALLOC_NODE_PARAMS alloc{};
+      if (cuGraphMemAllocNodeGetParams(node, &alloc) != CUDA_SUCCESS) return;
+      line.number("dst", static_cast<std::uint64_t>(alloc.dptr))
+          .number("bytes", static_cast<std::uint64_t>(alloc.bytesize));
+      break;
+    }
+    case CU_GRAPH_NODE_TYPE_MEM_FREE: {
+      CUdeviceptr freed = 0;
+      if (cuGraphMemFreeNodeGetParams(node, &freed) != CUDA_SUCCESS) return;
+      line.number("dst", static_cast<std::uint64_t>(freed));
+      break;
+    }
     default: break;
   }
 }

@@ -22,6 +22,11 @@ inline std::uint64_t address(const void* p) {
   return reinterpret_cast<std::uintptr_t>(p);
 }
 
+/// A driver pointer (CUdeviceptr) is an address already.
+inline std::uint64_t address(unsigned long long p) {  // NOLINT(google-runtime-int): CUdeviceptr's type
+  return p;
+}
+
 /// Where the two sides of a copy are, as the call states it.
 struct Sides {
   CopySide src;
@@ -93,6 +98,48 @@ inline void set_free(CallFields& f, std::string_view memory, std::uint64_t ptr) 
   f.cls = CallClass::free;
   f.memory = memory;
   f.ptr = ptr;
+}
+
+/// A batch call's first pointer and total bytes: at most the first
+/// `max_batch_entries` entries are read (the arrays are the app's; a null
+/// one reads as empty).
+struct BatchExtent {
+  std::uint64_t first = 0;
+  std::uint64_t bytes = 0;
+};
+
+inline constexpr std::size_t max_batch_entries = 4096;
+
+template <typename Pointer>
+inline BatchExtent batch_extent(Pointer const* ptrs, const std::size_t* sizes, std::size_t count) {
+  BatchExtent e;
+  if (ptrs == nullptr || sizes == nullptr) return e;
+  const std::size_t n = count < max_batch_entries ? count : max_batch_entries;
+  if (n > 0) e.first = address(ptrs[0]);
+  for (std::size_t i = 0; i < n; ++i) e.bytes += sizes[i];
+  return e;
+}
+
+/// cudaMemPrefetchAsync and its driver and batch forms: `to` says where the
+/// bytes go ("device" or "host").
+inline void set_prefetch(CallFields& f, std::uint64_t ptr, std::uint64_t bytes, std::string_view to,
+                         CUstream stream) {
+  f.cls = CallClass::prefetch;
+  f.ptr = ptr;
+  f.bytes = bytes;
+  f.to = to;
+  f.has_stream = true;
+  f.stream = stream;
+}
+
+inline void set_attach(CallFields& f, std::uint64_t ptr, std::uint64_t bytes, unsigned int flags,
+                       CUstream stream) {
+  f.cls = CallClass::attach;
+  f.ptr = ptr;
+  f.bytes = bytes;
+  f.attach_flags = flags;
+  f.has_stream = true;
+  f.stream = stream;
 }
 
 }  // namespace overlap::inject::params

@@ -54,6 +54,16 @@ void runtime_3d_peer_copy(CallFields& f, const cudaMemcpy3DPeerParms* p) {
            p->srcArray != nullptr ? address(p->srcArray) : address(p->srcPtr.ptr), bytes, device_to_device);
 }
 
+std::string_view location_name(cudaMemLocationType type) {
+  switch (type) {
+    case cudaMemLocationTypeDevice: return "device";
+    case cudaMemLocationTypeHost:
+    case cudaMemLocationTypeHostNuma:
+    case cudaMemLocationTypeHostNumaCurrent: return "host";
+    default: return "";
+  }
+}
+
 }  // namespace
 
 // NOLINTNEXTLINE(readability-function-size): one flat case per entry point reads best
@@ -360,6 +370,31 @@ void describe_runtime_call(CUpti_CallbackId cbid, const void* params, bool outpu
       f.cls = CallClass::host_register;
       f.ptr = address(p.ptr);
       f.bytes = p.size;
+      break;
+    }
+    // --- managed memory in stream order
+    case RT(cudaMemPrefetchAsync_v12020):
+    case RT(cudaMemPrefetchAsync_ptsz_v12020): {
+      const auto& p = args<cudaMemPrefetchAsync_v12020_params>(params);
+      f.per_thread = cbid == RT(cudaMemPrefetchAsync_ptsz_v12020);
+      set_prefetch(f, address(p.devPtr), p.count, location_name(p.location.type), p.stream);
+      break;
+    }
+    case RT(cudaMemPrefetchBatchAsync_v13000):
+    case RT(cudaMemPrefetchBatchAsync_ptsz_v13000): {
+      const auto& p = args<cudaMemPrefetchBatchAsync_v13000_params>(params);
+      f.per_thread = cbid == RT(cudaMemPrefetchBatchAsync_ptsz_v13000);
+      const BatchExtent batch = batch_extent(p.dptrs, p.sizes, p.count);
+      const bool located = p.prefetchLocs != nullptr && p.numPrefetchLocs > 0;
+      set_prefetch(f, batch.first, batch.bytes, located ? location_name(p.prefetchLocs[0].type) : "",
+                   p.stream);
+      break;
+    }
+    case RT(cudaStreamAttachMemAsync_v6000):
+    case RT(cudaStreamAttachMemAsync_ptsz_v7000): {
+      const auto& p = args<cudaStreamAttachMemAsync_v6000_params>(params);
+      f.per_thread = cbid == RT(cudaStreamAttachMemAsync_ptsz_v7000);
+      set_attach(f, address(p.devPtr), p.length, p.flags, p.stream);
       break;
     }
     case RT(cudaHostUnregister_v4000):

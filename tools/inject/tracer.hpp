@@ -190,7 +190,9 @@ void begin_inside_runtime_call();  // api_callbacks.cpp
 /// Registers the activity buffers and enables the traced kinds; the
 /// registration's result (a kind that does not enable is only reported).
 CUptiResult start_activity_tracing();  // activity.cpp
-void flush_activity(bool forced);      // activity.cpp
+/// Managed memory's migration records, enabled once the driver is ready (activity.cpp).
+void enable_migrations_once();
+void flush_activity(bool forced);  // activity.cpp
 /// Records CUPTI dropped; `per_context` also asks each live context (not from a signal handler).
 [[nodiscard]] std::uint64_t activity_records_dropped(bool per_context);  // activity.cpp
 

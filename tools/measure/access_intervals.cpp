@@ -65,7 +65,8 @@ LaunchAccesses read_table(const AccessTable& table) {
 }
 
 void append_launch_record(std::string& line, std::uint64_t seq, std::string_view kernel,
-                          const LaunchAccesses& accesses, const inject::PointerArgs& args) {
+                          const LaunchAccesses& accesses, const inject::PointerArgs& args,
+                          std::string_view graph) {
   std::vector<std::uint64_t> flat;
   inject::JsonLine record(line, "launch");
   record.number("seq", seq).string("kernel", kernel);
@@ -76,6 +77,7 @@ void append_launch_record(std::string& line, std::uint64_t seq, std::string_view
   if (accesses.lost > 0) record.number("lost", accesses.lost);
   if (!args.params.empty()) record.numbers("ptrs", args.params);
   if (!args.in_structs.empty()) record.numbers("sptrs", args.in_structs);
+  if (!graph.empty()) record.string("graph", graph);
   record.finish();
 }
 

@@ -10,7 +10,8 @@
 // Every module is patched as it loads so that each global-memory access of
 // its kernels calls patches.cu, which merges it into the launch's
 // AccessTable. A table is given to each launch at its start (zeroed on the
-// launch's stream, ahead of the kernel) and read back once the launch is
+// launch's stream, ahead of the kernel; a graph's kernel nodes on the graph
+// launch's stream) and read back once the launch is
 // known to have finished: when the app synchronizes its stream or context,
 // before a stream or context is destroyed, and at exit. Tables are reused;
 // when too many launches are waiting to be read (OVERLAP_MEASURE_PENDING,
@@ -84,6 +85,8 @@ struct PendingLaunch {
   std::uint64_t seq = 0;
   std::string kernel;
   inject::PointerArgs args;  ///< its address-like argument values, which the join anchors ranges to
+  bool graph = false;        ///< a kernel node of a graph launch
+  bool shared = false;       ///< a graph node whose table another node of its launch shared: not measured
 };
 
 /// The argument array of the launch call in progress on this thread, seen
@@ -182,7 +185,10 @@ class Measurer {
     } else if (domain == SANITIZER_CB_DOMAIN_RESOURCE) {
       on_resource(cbid, data);
     } else if (domain == SANITIZER_CB_DOMAIN_LAUNCH && cbid == SANITIZER_CBID_LAUNCH_BEGIN) {
-      launch_begin(*static_cast<const Sanitizer_LaunchData*>(data));
+      const auto& launch = *static_cast<const Sanitizer_LaunchData*>(data);
+      launch_begin(launch, launch.hStream, launch_arguments, /*graph=*/false);
+    } else if (domain == SANITIZER_CB_DOMAIN_GRAPHS && cbid == SANITIZER_CBID_GRAPHS_NODE_LAUNCH_BEGIN) {
+      graph_node_launch(*static_cast<const Sanitizer_GraphNodeLaunchData*>(data));
     } else if (domain == SANITIZER_CB_DOMAIN_SYNCHRONIZE) {
       const auto& sync = *static_cast<const Sanitizer_SynchronizeData*>(data);
       const std::lock_guard lock(mutex_);
@@ -284,7 +290,55 @@ class Measurer {
     (void)ok(sanitizerPatchModule(module), "sanitizerPatchModule");
   }
 
-  void launch_begin(const Sanitizer_LaunchData& launch) {
+  // A kernel node of a graph being launched: measured as a launch, its
+  // table zeroed on and read with the graph launch's stream (the node runs
+  // on one of the driver's), its arguments the node's own. Graph uploads
+  // set nothing up: the launch that follows does.
+  //
+  // A launch's callback data does not tell a graph's nodes apart: the
+  // nodes a graph launch runs on one stream all took the table set last
+  // for that stream (seen on an H100 and an H200, CUDA 13.0). So each node
+  // gets its table through its kernel (sanitizerSetCallbackData), which the
+  // launch takes when it is submitted, after these callbacks; where two
+  // nodes of one launch run the same kernel they would share it, and both
+  // are written as not measured (`shared`): they keep their inferred
+  // accesses, and the join still counts them.
+  void graph_node_launch(const Sanitizer_GraphNodeLaunchData& node) {
+    if (node.isGraphUpload != 0) return;
+    if (node.nodeType == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+      // Its memory, so that the kernels' accesses to it are known. The
+      // address stays the graph's while it lives: a free node's free is not
+      // written (its callback may come before the nodes that run before it).
+      const std::lock_guard lock(mutex_);
+      std::string line;
+      inject::JsonLine(line, "alloc")
+          .number("seq", next_seq_++)
+          .number("ptr", node.memAllocData.address)
+          .number("bytes", node.memAllocData.size)
+          .string("kind", "graph")
+          .finish();
+      write(line);
+      return;
+    }
+    if (node.nodeType != CU_GRAPH_NODE_TYPE_KERNEL) return;
+    {
+      const std::lock_guard lock(mutex_);
+      if (node.graphExec != graph_exec_ || node.launchId != graph_launch_) {
+        graph_exec_ = node.graphExec;
+        graph_launch_ = node.launchId;
+        graph_kernels_.clear();
+      }
+    }
+    CUDA_KERNEL_NODE_PARAMS params{};
+    own_driver_calls = true;
+    const bool known = cuGraphKernelNodeGetParams(node.node, &params) == CUDA_SUCCESS;
+    own_driver_calls = false;
+    launch_begin(node.launchData, node.launchData.hApiStream, known ? params.kernelParams : nullptr,
+                 /*graph=*/true);
+  }
+
+  void launch_begin(const Sanitizer_LaunchData& launch, Sanitizer_StreamHandle stream, void** arguments,
+                    bool graph) {
     const std::lock_guard lock(mutex_);
     if (!exit_hook_) {
       // Registered now, after the CUDA runtime's own exit handler (which
@@ -304,22 +358,31 @@ class Measurer {
       read_range(pending_.begin(), pending_.begin() + oldest);
     }
     AccessTable* table = take_table(launch.context);
-    if (table == nullptr ||
-        !ok(sanitizerMemset(table, 0, sizeof(AccessTable), launch.hStream), "sanitizerMemset") ||
-        !ok(sanitizerSetLaunchCallbackData(launch.hLaunch, launch.function, launch.hStream, table),
-            "sanitizerSetLaunchCallbackData")) {
+    const auto link = [&] {
+      return graph
+                 ? ok(sanitizerSetCallbackData(launch.function, table), "sanitizerSetCallbackData")
+                 : ok(sanitizerSetLaunchCallbackData(launch.hLaunch, launch.function, launch.hStream, table),
+                      "sanitizerSetLaunchCallbackData");
+    };
+    if (table == nullptr || !ok(sanitizerMemset(table, 0, sizeof(AccessTable), stream), "sanitizerMemset") ||
+        !link()) {
       if (table != nullptr) spare_[launch.context].push_back(table);
       ++stats_.skipped;
       return;
     }
-    PendingLaunch pending{launch.context,
-                          launch.hStream,
-                          table,
-                          seq,
-                          launch.functionName != nullptr ? launch.functionName : "",
-                          {}};
-    if (launch_arguments != nullptr)
-      inject::append_argument_values(layout_of(launch.function), launch_arguments, pending.args);
+    PendingLaunch pending{
+        launch.context, stream, table, seq, launch.functionName != nullptr ? launch.functionName : "", {},
+        graph};
+    if (arguments != nullptr)
+      inject::append_argument_values(layout_of(launch.function), arguments, pending.args);
+    if (graph) {
+      // A second node of this launch with the same kernel: neither is measured.
+      const auto [first, inserted] = graph_kernels_.try_emplace(launch.function, seq);
+      if (!inserted) {
+        pending.shared = true;
+        for (PendingLaunch& p : pending_) p.shared = p.shared || p.seq == first->second;
+      }
+    }
     pending_.push_back(std::move(pending));
     ++stats_.launches;
   }
@@ -363,7 +426,11 @@ class Measurer {
     for (auto it = first; it != last; ++it) {
       if (ok(sanitizerMemcpyDeviceToHost(scratch_.get(), it->table, sizeof(AccessTable), it->stream),
              "sanitizerMemcpyDeviceToHost")) {
-        append_launch_record(line, it->seq, it->kernel, read_table(*scratch_), it->args);
+        append_launch_record(line, it->seq, it->kernel, it->shared ? LaunchAccesses{} : read_table(*scratch_),
+                             it->args,
+                             !it->graph   ? ""
+                             : it->shared ? "shared"
+                                          : "measured");
       }
       spare_[it->context].push_back(it->table);
     }
@@ -404,6 +471,11 @@ class Measurer {
   std::unordered_map<CUcontext, std::vector<AccessTable*>> spare_;
   std::unordered_map<CUfunction, std::vector<std::uint32_t>> layouts_;  // dropped with their modules
   std::vector<PendingLaunch> pending_;
+  // The graph launch whose kernel nodes are being set up, and the seq of
+  // each of its kernels' first node.
+  CUgraphExec graph_exec_ = nullptr;
+  std::uint32_t graph_launch_ = 0;
+  std::unordered_map<CUfunction, std::uint64_t> graph_kernels_;
   std::uint64_t next_seq_ = 0;
   bool exit_hook_ = false;
   bool finished_ = false;
@@ -449,6 +521,9 @@ __attribute__((constructor)) void start_when_preloaded() {
   for (const auto& [domain, cbid] : launch_calls) {
     if (r == SANITIZER_SUCCESS) r = sanitizerEnableCallback(1, subscriber, domain, cbid);
   }
+  if (r == SANITIZER_SUCCESS)
+    r = sanitizerEnableCallback(1, subscriber, SANITIZER_CB_DOMAIN_GRAPHS,
+                                SANITIZER_CBID_GRAPHS_NODE_LAUNCH_BEGIN);
   if (r != SANITIZER_SUCCESS) {
     const char* text = nullptr;
     if (sanitizerGetResultString(r, &text) != SANITIZER_SUCCESS || text == nullptr) text = "unknown error";

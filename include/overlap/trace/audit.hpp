@@ -165,6 +165,7 @@ struct AuditReport {
   std::string trace_format = "overlap";  ///< the trace file's format (RawTrace::format)
   StreamActivity stream_activity;        ///< per stream, over the whole run (stream_activity.hpp)
   KernelAccessCounts kernel_accesses;    ///< how kernels' accesses were known
+  HostLinkTraffic link;                  ///< what crossed the host link, by who moved it (whole run)
 
   /// Findings of exactly severity `level`.
   [[nodiscard]] std::size_t count(check::severity level) const noexcept;

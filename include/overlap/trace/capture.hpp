@@ -109,6 +109,36 @@ struct Calibration {
   std::optional<double> d2h_pageable_gbps;  ///< the same for device-to-host pageable copies, GB/s
 };
 
+/// Bytes moved across the link between host and GPU one way and the other.
+struct LinkMoves {
+  std::uint64_t count = 0;      ///< transfers: device records or migrations
+  std::uint64_t h2d_bytes = 0;  ///< host to device
+  std::uint64_t d2h_bytes = 0;  ///< device to host
+  double busy_ms = 0.0;         ///< their durations summed (transfers may overlap one another)
+};
+
+/// Kernels that touched host memory (pinned memory the device maps:
+/// zero-copy) over the link, each byte crossing it at least once.
+struct MappedAccessTraffic {
+  std::uint64_t launches = 0;       ///< kernel launches that touched host memory
+  std::uint64_t read_bytes = 0;     ///< distinct bytes they read (host to device)
+  std::uint64_t written_bytes = 0;  ///< distinct bytes they wrote (device to host)
+  /// Of `launches`, those whose bytes were inferred from a pointer
+  /// parameter: counted over the extent the capture infers for it (from
+  /// the pointer to the next pointer into its buffer, or the buffer's end),
+  /// an estimate (`--accesses measured` counts the bytes touched).
+  std::uint64_t inferred = 0;
+};
+
+/// What crossed the host link, by who moved it.
+struct HostLinkTraffic {
+  LinkMoves copies;      ///< copy calls and graph memcpy nodes between host and device memory
+  LinkMoves prefetches;  ///< managed memory moved by cudaMemPrefetchAsync
+  /// Managed memory the driver moved by itself: on page faults, speculatively, on eviction.
+  LinkMoves on_demand;
+  MappedAccessTraffic mapped;  ///< kernels reading and writing host memory
+};
+
 /// A traced run as the toolkit's two values, plus where each op came from.
 struct Capture {
   Program program;                    ///< the host's calls as ops, in issue order; named after the executable
@@ -138,6 +168,7 @@ struct Capture {
   /// an op it waits for by the graph's edges (the nearest recorded node the
   /// edges lead back to), as (before, after). Either may be on any stream.
   std::vector<std::pair<op_id, op_id>> graph_edges;
+  HostLinkTraffic link;  ///< what crossed the host link, by who moved it
 };
 
 /// `model` with what `run` measured put in: the host's wake-up latency after

@@ -24,14 +24,19 @@ namespace overlap::trace {
 /// How the measuring run joined the traced one.
 struct MeasuredJoin {
   std::uint64_t measured_launches = 0;  ///< launches the measuring run recorded
-  std::uint64_t traced_launches = 0;    ///< kernel launch calls of the traced run (not under capture)
-  std::uint64_t joined = 0;             ///< traced launches given their counterpart's accesses
-  std::uint64_t inexact = 0;            ///< joined launches whose tables overflowed (hulls, not exact)
-  std::uint64_t outside = 0;            ///< measured intervals in none of the app's allocations (dropped)
+  /// Kernel launch calls of the traced run (not under capture) and the
+  /// kernel nodes its graph launches ran.
+  std::uint64_t traced_launches = 0;
+  std::uint64_t joined = 0;   ///< traced launches given their counterpart's accesses
+  std::uint64_t inexact = 0;  ///< joined launches whose tables overflowed (hulls, not exact)
+  std::uint64_t outside = 0;  ///< measured intervals in none of the app's allocations (dropped)
 };
 
 /// Reads the measuring run's file from `in` (`source` names it in errors)
-/// and sets `trace.measured` for each launch call it joins. Throws
+/// and sets `trace.measured` for each launch call it joins, and
+/// `trace.measured_nodes` for each kernel node of a graph launch (joined by
+/// kernel and order among the graphs' kernel nodes, anchored to the
+/// arguments the node was made with). Throws
 /// overlap::invalid_input naming the line for a malformed file.
 MeasuredJoin join_measured_run(RawTrace& trace, std::istream& in, std::string_view source);
 

@@ -44,6 +44,8 @@ enum class call_class : std::uint8_t {
   stream_create,
   stream_destroy,
   event_create,
+  prefetch,  ///< cudaMemPrefetchAsync and its forms: managed memory moved in stream order
+  attach,    ///< cudaStreamAttachMemAsync: managed memory's visibility set in stream order
   other,
 };
 
@@ -73,8 +75,9 @@ struct Call {
   /// like addresses (`sptrs`; docs/trace-format.md).
   std::vector<std::uint64_t> struct_ptrs;
   std::uint64_t event = 0;  ///< records, waits, event syncs and creation
-  std::uint64_t ptr = 0;    ///< allocations, frees, registrations
+  std::uint64_t ptr = 0;    ///< allocations, frees, registrations, prefetches, attaches
   std::string memory;       ///< allocations, frees: "device", "pinned", "managed", "async"
+  std::string to;           ///< prefetches: "device" or "host", where the bytes go; empty if unknown
 
   /// Host time spent in the call, ns.
   [[nodiscard]] double duration_ns() const noexcept { return static_cast<double>(end - start); }
@@ -101,6 +104,23 @@ struct DeviceWork {
   /// Kernels, copies and memsets a graph launch ran: CUPTI's id of the
   /// executable graph's node (GraphNodeRecord, RawTrace::node_clones); 0 otherwise.
   std::uint64_t node = 0;
+};
+
+/// Managed memory the driver moved across a link (a `migration` record).
+struct Migration {
+  std::uint64_t start = 0;    ///< when the transfer began, ns
+  std::uint64_t end = 0;      ///< when it ended, ns
+  std::uint64_t bytes = 0;    ///< bytes moved
+  std::uint64_t address = 0;  ///< the first byte moved
+  std::string kind;           ///< "h2d", "d2h" or "d2d"
+  /// Why: "explicit" (cudaMemPrefetchAsync), "fault" (an access on the other
+  /// side), "speculative" (the driver's own prefetch), "eviction",
+  /// "access_counters" or "unknown".
+  std::string cause;
+  /// Migrations this record stands for: the tracer merges the driver's own
+  /// by the millisecond (docs/trace-format.md), keeping their count.
+  std::uint64_t count = 1;
+  std::uint64_t busy = 0;  ///< their durations summed, ns (end - start for one)
 };
 
 /// A node of a CUDA graph as the app made it (a `graph_node` record).
@@ -227,16 +247,20 @@ struct RawTrace {
   std::vector<Call> calls;                         ///< in the order written (call exit)
   std::vector<DeviceWork> work;                    ///< CUPTI activity records, in the order written
   std::vector<Range> ranges;                       ///< closed NVTX ranges, in the order they ended
+  std::vector<Migration> migrations;               ///< managed memory's moves, in the order written
   std::map<std::uint64_t, std::uint64_t> aliases;  ///< activity corr -> call corr
   std::vector<GraphRecord> graphs;                 ///< instantiated graphs, in the order instantiated
   std::map<std::uint64_t, GraphNodeRecord> graph_nodes;  ///< by node id
   std::map<std::uint64_t, std::uint64_t> node_clones;    ///< node id -> the node it was cloned from
   std::map<std::uint64_t, MeasuredAccesses> measured;    ///< by launch call corr (`accesses` records)
-  std::vector<std::string> errors;                       ///< the library's own error records
-  bool complete = false;                                 ///< a footer was read
-  std::string end_reason;                                ///< "exit", "signal 15", or empty
-  std::uint64_t dropped = 0;                             ///< records lost, as the footer counts them
-  std::size_t unknown_records = 0;                       ///< lines of a type this reader does not know
+  /// Kernel nodes of graph launches, by (the launch call's corr, the node
+  /// its record names): `accesses` records with a `node`.
+  std::map<std::pair<std::uint64_t, std::uint64_t>, MeasuredAccesses> measured_nodes;
+  std::vector<std::string> errors;  ///< the library's own error records
+  bool complete = false;            ///< a footer was read
+  std::string end_reason;           ///< "exit", "signal 15", or empty
+  std::uint64_t dropped = 0;        ///< records lost, as the footer counts them
+  std::size_t unknown_records = 0;  ///< lines of a type this reader does not know
   /// The file's format, for reports: "overlap" (libovl_inject's JSON Lines)
   /// or "pytorch-profiler" (a Chrome trace written by torch.profiler).
   std::string format = "overlap";
