@@ -29,6 +29,8 @@ bool capturable(const Call& c) {
     case call_class::wait: return true;
     case call_class::alloc:
     case call_class::free: return c.memory == "async";
+    case call_class::prefetch:
+    case call_class::attach: return true;
     default: return false;
   }
 }
