@@ -79,10 +79,10 @@ class Converter {
       const auto alias = trace.aliases.find(w.corr);
       work_by_call_[alias == trace.aliases.end() ? w.corr : alias->second].push_back(i);
     }
-    graphs_.emplace(trace, order_, work_by_call_);
     if (!trace.graph_nodes.empty()) {
       for (std::size_t i = 0; i < trace.calls.size(); ++i) call_by_corr_.try_emplace(trace.calls[i].corr, i);
     }
+    graphs_.emplace(trace, order_, work_by_call_, call_by_corr_);
     if (!trace.devices.empty()) {
       out_.device = trace.devices.front().name;
       out_.sms = trace.devices.front().sms;

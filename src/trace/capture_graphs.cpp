@@ -11,6 +11,9 @@ namespace overlap::trace::detail {
 
 namespace {
 
+/// Clones of clones followed at most (instantiation clones once, cudaGraphClone again).
+constexpr int max_clone_hops = 8;
+
 bool begins_capture(const std::string& api) {
   return api.starts_with("cudaStreamBeginCapture") || api.starts_with("cuStreamBeginCapture");
 }
@@ -108,23 +111,8 @@ class GraphStructure {
     return it != nodes_.end() && it->second.ordered_outside;
   }
 
-  /// How node `id` was made: its own record, else that of the node it was
-  /// cloned from (instantiation's clones have none of their own); null if
-  /// unknown or if the parameters of any of them changed afterwards (what
-  /// it touches is then not known).
-  [[nodiscard]] const GraphNodeRecord* made(std::uint64_t id) const {
-    const GraphNodeRecord* first = nullptr;
-    for (int hops = 0; id != 0 && hops < max_clone_hops; ++hops) {
-      if (const auto it = trace_.graph_nodes.find(id); it != trace_.graph_nodes.end()) {
-        if (it->second.params_changed) return nullptr;
-        if (first == nullptr) first = &it->second;
-      }
-      const auto of = trace_.node_clones.find(id);
-      if (of == trace_.node_clones.end()) break;
-      id = of->second;
-    }
-    return first;
-  }
+  /// How node `id` was made (made_node).
+  [[nodiscard]] const GraphNodeRecord* made(std::uint64_t id) const { return made_node(trace_, id); }
 
   /// The nodes `id` runs after, directly: its edges' sources (a child-graph
   /// node standing for the last nodes of its graph), or, for the first nodes
@@ -170,8 +158,6 @@ class GraphStructure {
   }
 
  private:
-  static constexpr int max_clone_hops = 8;
-
   struct Node {
     std::uint64_t parent = 0;
     bool child_graph = false;
@@ -190,12 +176,20 @@ class GraphStructure {
 // positions of the first records met on each path (`position`: resolved node
 // -> position in the launch's work); nodes without a record are walked
 // through, and `through` is told of each.
-template <typename Through>
-void nearest_records(const GraphStructure& structure, std::uint64_t id,
-                     const std::unordered_map<std::uint64_t, std::size_t>& position,
-                     std::vector<std::size_t>& out, Through&& through) {
+// `scratch` is the walk's own state, kept between calls so that a launch's
+// walks reuse one allocation.
+struct WalkScratch {
   std::vector<std::uint64_t> stack;
   std::unordered_set<std::uint64_t> seen;
+};
+
+template <typename Through>
+void nearest_records(const GraphStructure& structure, std::uint64_t id,
+                     const std::unordered_map<std::uint64_t, std::size_t>& position, WalkScratch& scratch,
+                     std::vector<std::size_t>& out, Through&& through) {
+  auto& [stack, seen] = scratch;
+  stack.clear();
+  seen.clear();
   structure.predecessors(id, stack);
   while (!stack.empty()) {
     const std::uint64_t p = stack.back();
@@ -276,26 +270,43 @@ std::optional<std::vector<std::vector<std::size_t>>> record_order(
   std::unordered_map<std::uint64_t, std::size_t> memory_at;  // node -> index in memory
   for (std::size_t i = 0; i < memory.size(); ++i) memory_at.emplace(memory[i].first, i);
   std::vector<std::vector<std::size_t>> after(work.size());
+  WalkScratch scratch;
   for (std::size_t k = 0; k < work.size(); ++k) {
-    nearest_records(structure, node[k], position, after[k], [&](std::uint64_t through) {
+    nearest_records(structure, node[k], position, scratch, after[k], [&](std::uint64_t through) {
       if (const auto m = memory_at.find(through); m != memory_at.end())
         memory[m->second].second.before.push_back(k);
     });
     after[k].erase(std::remove_if(after[k].begin(), after[k].end(), [k](std::size_t p) { return p >= k; }),
                    after[k].end());
   }
-  for (auto& [id, m] : memory) nearest_records(structure, id, position, m.after, [](std::uint64_t) {});
+  for (auto& [id, m] : memory)
+    nearest_records(structure, id, position, scratch, m.after, [](std::uint64_t) {});
   return after;
 }
 
 }  // namespace
+
+const GraphNodeRecord* made_node(const RawTrace& trace, std::uint64_t id) {
+  const GraphNodeRecord* first = nullptr;
+  for (int hops = 0; id != 0 && hops < max_clone_hops; ++hops) {
+    if (const auto it = trace.graph_nodes.find(id); it != trace.graph_nodes.end()) {
+      if (it->second.params_changed) return nullptr;
+      if (first == nullptr) first = &it->second;
+    }
+    const auto of = trace.node_clones.find(id);
+    if (of == trace.node_clones.end()) break;
+    id = of->second;
+  }
+  return first;
+}
 
 bool is_graph_launch(const Call& call) noexcept {
   return call.api == "cudaGraphLaunch" || call.api == "cuGraphLaunch";
 }
 
 GraphLaunches::GraphLaunches(const RawTrace& trace, const std::vector<std::size_t>& order,
-                             const std::map<std::uint64_t, std::vector<std::size_t>>& work_by_call) {
+                             const std::map<std::uint64_t, std::vector<std::size_t>>& work_by_call,
+                             const std::unordered_map<std::uint64_t, std::size_t>& call_by_corr) {
   // Streams the app itself names: those the tracer described, and those its
   // calls were made on. The rest of a graph's streams are the driver's.
   std::set<std::uint32_t> named;
@@ -308,12 +319,6 @@ GraphLaunches::GraphLaunches(const RawTrace& trace, const std::vector<std::size_
   std::set<std::uint64_t> made_nodes;
   for (const auto& [id, n] : trace.graph_nodes) {
     if (n.corr != 0) made_nodes.insert(n.corr);
-  }
-  std::unordered_map<std::uint64_t, std::size_t> call_of;  // those calls, by corr
-  if (!made_nodes.empty()) {
-    for (std::size_t i = 0; i < trace.calls.size(); ++i) {
-      if (made_nodes.contains(trace.calls[i].corr)) call_of.try_emplace(trace.calls[i].corr, i);
-    }
   }
   std::map<std::uint64_t, bool> capturing;  // per thread
   std::map<std::vector<WorkKey>, std::size_t> graphs;
@@ -369,7 +374,7 @@ GraphLaunches::GraphLaunches(const RawTrace& trace, const std::vector<std::size_
         return std::tie(trace.work[a].start, trace.work[a].end) <
                std::tie(trace.work[b].start, trace.work[b].end);
       });
-      memory = memory_nodes_of(trace, structure, by_start, call_of);
+      memory = memory_nodes_of(trace, structure, by_start, call_by_corr);
       launch.after = record_order(trace, structure, by_start, memory);
       if (launch.after) records = std::move(by_start);
     }

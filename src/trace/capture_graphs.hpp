@@ -32,6 +32,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "overlap/trace/trace_file.hpp"
@@ -40,6 +41,12 @@ namespace overlap::trace::detail {
 
 /// cudaGraphLaunch or cuGraphLaunch.
 [[nodiscard]] bool is_graph_launch(const Call& call) noexcept;
+
+/// How graph node `id` was made: its own `graph_node` record, else that of
+/// the node it was cloned from (instantiation's clones have none of their
+/// own); null if unknown or if the parameters of any of them changed
+/// afterwards (what it touches is then not known).
+[[nodiscard]] const GraphNodeRecord* made_node(const RawTrace& trace, std::uint64_t id);
 
 /// A memory allocation or free node of a launched graph: no device record,
 /// but an op in the graph's order all the same (capture.cpp makes it a
@@ -87,9 +94,12 @@ struct GraphLaunch {
 class GraphLaunches {
  public:
   /// Reads `trace.calls[order]` (host order) and the device records of each
-  /// call, `work_by_call` (call corr -> indices into trace.work, syncs left out).
+  /// call, `work_by_call` (call corr -> indices into trace.work, syncs left
+  /// out); `call_by_corr` (corr -> index into trace.calls) finds the calls
+  /// that made graph nodes.
   GraphLaunches(const RawTrace& trace, const std::vector<std::size_t>& order,
-                const std::map<std::uint64_t, std::vector<std::size_t>>& work_by_call);
+                const std::map<std::uint64_t, std::vector<std::size_t>>& work_by_call,
+                const std::unordered_map<std::uint64_t, std::size_t>& call_by_corr);
 
   /// The launch made by call `index` (into trace.calls); null for a call that
   /// is not a graph launch or whose graph ran no recorded work.

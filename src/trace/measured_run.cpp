@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "capture_graphs.hpp"
 #include "overlap/core/error.hpp"
 
 namespace overlap::trace {
@@ -85,25 +86,13 @@ struct NodeArguments {
 
 NodeArguments node_arguments(const RawTrace& trace, const std::map<std::uint64_t, const Call*>& call_of,
                              std::uint64_t node) {
-  constexpr int max_clone_hops = 8;
-  NodeArguments args;
-  for (int hops = 0; node != 0 && hops < max_clone_hops; ++hops) {
-    if (const auto it = trace.graph_nodes.find(node); it != trace.graph_nodes.end()) {
-      const GraphNodeRecord& made = it->second;
-      if (made.params_changed) return args;
-      if (made.kind == "kernel") {
-        args = {true, made.ptrs, made.struct_ptrs};
-      } else if (const auto call = call_of.find(made.corr);
-                 made.kind.empty() && call != call_of.end() && call->second->cls == call_class::launch) {
-        args = {true, call->second->ptrs, call->second->struct_ptrs};
-      }
-      return args;
-    }
-    const auto of = trace.node_clones.find(node);
-    if (of == trace.node_clones.end()) break;
-    node = of->second;
-  }
-  return args;
+  const GraphNodeRecord* made = detail::made_node(trace, node);
+  if (made == nullptr) return {};
+  if (made->kind == "kernel") return {true, made->ptrs, made->struct_ptrs};
+  const auto call = call_of.find(made->corr);
+  if (made->kind.empty() && call != call_of.end() && call->second->cls == call_class::launch)
+    return {true, call->second->ptrs, call->second->struct_ptrs};
+  return {};
 }
 
 /// The kind a traced allocation call's memory matches in the measuring run.
