@@ -195,7 +195,9 @@ TEST(CheckTraps, AllocationInFlightMovesBeforeTheFirstOpAndFreeAfterTheLast) {
   EXPECT_EQ(f.streams, std::vector<std::string>{"s1"});
 }
 
-TEST(CheckTraps, DeviceSynchronizeWhereOneStreamSyncWouldDo) {
+// s1 computes and downloads h1, s2 runs a longer kernel (printing or not);
+// a device-wide sync, the host reads h1, a last device-wide sync.
+Program device_sync_for_s1(bool s2_prints) {
   Program trap;
   const auto s1 = trap.add_stream("s1");
   const auto s2 = trap.add_stream("s2");
@@ -205,14 +207,19 @@ TEST(CheckTraps, DeviceSynchronizeWhereOneStreamSyncWouldDo) {
   trap.last().accesses = {reads("out1"), writes("h1")};
   trap.kernel(s2, 20.0, 0.5);
   trap.last().accesses = {writes("out2")};
+  trap.last().prints = s2_prints;
   trap.synchronize_device();
   trap.host_work(2.0);
   trap.last().accesses = {reads("h1")};
   trap.synchronize_device();
+  return trap;
+}
 
+TEST(CheckTraps, DeviceSynchronizeWhereOneStreamSyncWouldDo) {
+  const Program trap = device_sync_for_s1(false);
   Program fixed;
-  fixed.add_stream("s1");
-  fixed.add_stream("s2");
+  const auto s1 = fixed.add_stream("s1");
+  const auto s2 = fixed.add_stream("s2");
   fixed.kernel(s1, 5.0, 0.5);
   fixed.copy(s1, copy_direction::d2h, 0, host_memory::pinned, 5.0);
   fixed.kernel(s2, 20.0, 0.5);
@@ -225,6 +232,38 @@ TEST(CheckTraps, DeviceSynchronizeWhereOneStreamSyncWouldDo) {
   EXPECT_DOUBLE_EQ(*f.time_lost, 2.0);  // the host work hides under s2's kernel
   EXPECT_EQ(f.fix, "Replace ops[3] with cudaStreamSynchronize(s1).");
   EXPECT_EQ(f.ops.size(), 1u);  // the last device sync has nothing after it
+}
+
+// A sync that waits only for kernels that printf shows their output (printf's
+// buffer is written out at synchronization): it is not "waiting for nothing".
+TEST(CheckTraps, DeviceSynchronizeAfterPrintingKernelsShowsTheirOutput) {
+  const auto program = [](bool prints) {
+    Program p;
+    const auto s1 = p.add_stream("s1");
+    const auto s2 = p.add_stream("s2");
+    for (int k = 0; k < 4; ++k) {
+      p.kernel(s1, 5.0, 0.5);
+      p.last().accesses = {writes("out1")};
+      p.last().prints = prints;
+      p.kernel(s2, 5.0, 0.5);
+      p.last().accesses = {writes("out2")};
+      p.last().prints = prints;
+      p.synchronize_device();
+      p.host_work(4.0);
+    }
+    return p;
+  };
+  // Without printf nothing the host does needs the kernels: each sync is useless.
+  const check::Finding f = finding(traps(program(false)), "device-synchronize");
+  EXPECT_NE(f.message.find("nothing the host does"), std::string::npos) << f.message;
+  for (const check::Finding& g : traps(program(true))) EXPECT_NE(g.rule, "device-synchronize") << g.message;
+}
+
+// Where the host needs data from one stream, a printing kernel on another is
+// no reason to wait for it there: its output shows at a later sync.
+TEST(CheckTraps, DeviceSynchronizeForDataStillWaitsNeedlesslyForAPrintingStream) {
+  const check::Finding f = finding(traps(device_sync_for_s1(true)), "device-synchronize");
+  EXPECT_EQ(f.fix, "Replace ops[3] with cudaStreamSynchronize(s1).");
 }
 
 TEST(CheckTraps, DeviceSynchronizeWithoutDeclaredAccessesIsNotJudged) {

@@ -274,7 +274,7 @@ TEST(Spec, SyncCopiesMayOnlyNameADefaultStream) {
 
 TEST(Spec, UnknownFieldListsTheAllowedOnes) {
   expect_error("ops:\n  - op: kernel\n    stream: default\n    tim: 1\n", 4, "ops[0]",
-               "unknown field 'tim' (expected one of: op, stream, time, share, label");
+               "unknown field 'tim' (expected one of: op, stream, time, share, prints, label");
   expect_error("name: x\nnmae: y\npipeline: {chunks: 1}\n", 2, "top level", "unknown field 'nmae'");
   expect_error("pipeline:\n  chunks: 2\n  stage_time: {h2d: 1, kernal: 2}\n", 3, "pipeline.stage_time",
                "unknown field 'kernal'");

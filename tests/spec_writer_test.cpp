@@ -143,6 +143,7 @@ void compare_op(const std::string& at, const Op& wrote, const Op& read, Differen
   if (k == op_kind::copy) d.compare(at + ".direction", wrote.direction, read.direction);
   if (k == op_kind::copy) d.compare(at + ".memory", wrote.memory, read.memory);
   if (k == op_kind::kernel) d.compare(at + ".gpu_share", wrote.gpu_share, read.gpu_share);
+  if (k == op_kind::kernel) d.compare(at + ".prints", wrote.prints, read.prints);
   d.compare(at + ".label", wrote.label, read.label);
   d.compare(at + ".item", wrote.item, read.item);
   d.compare(at + ".chunk", wrote.chunk, read.chunk);
@@ -240,6 +241,7 @@ Program every_kind_program() {
   p.last().item = "A";
   p.last().chunk = 2;
   p.last().label = "k";
+  p.last().prints = true;
   p.last().accesses = {Access{"d_a", 0, std::nullopt, access_mode::read},
                        Access{"d_b", 16, std::nullopt, access_mode::write},
                        Access{"d_a", 8, 4, access_mode::read}};
@@ -639,6 +641,7 @@ class RandomProgram {
       op.memory = static_cast<host_memory>(between(0, 1));
     }
     if (op.kind == op_kind::kernel) op.gpu_share = share();
+    if (op.kind == op_kind::kernel) op.prints = chance(0.3);
     if (takes_event(op.kind)) op.event = any_event();
     if (takes_stream(op.kind)) {
       const bool sync_copy = op.kind == op_kind::copy && op.mode == call_mode::synchronous;

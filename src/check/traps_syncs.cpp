@@ -177,12 +177,21 @@ void find_device_synchronize(TrapContext& context, std::vector<Finding>& finding
   // program their work is still in flight at the next device-wide sync,
   // which the original program's clocks (drained by that earlier sync) miss.
   std::set<stream_id> left_in_flight;
+  // Streams with a kernel that prints since the host last synchronized with
+  // them: their output is written out at the next sync.
+  std::set<stream_id> printed;
   ClockWalker walker(p);
   while (!walker.done()) {
     const op_id i = walker.next();
     const Op& op = p.ops()[i];
-    if (is_implicitly_synchronizing(op.kind)) left_in_flight.clear();
-    if (op.kind == op_kind::stream_synchronize) left_in_flight.erase(*op.stream);
+    if (is_implicitly_synchronizing(op.kind)) {
+      left_in_flight.clear();
+      printed.clear();
+    }
+    if (op.kind == op_kind::stream_synchronize) {
+      left_in_flight.erase(*op.stream);
+      printed.erase(*op.stream);
+    }
     // A final device sync holds nothing back: the program ends with it.
     if (op.kind == op_kind::device_synchronize && i + 1 >= p.ops().size()) left_in_flight.clear();
     if (op.kind == op_kind::device_synchronize && i + 1 < p.ops().size()) {
@@ -199,9 +208,18 @@ void find_device_synchronize(TrapContext& context, std::vector<Finding>& finding
         if (std::find(flying.begin(), flying.end(), s) == flying.end()) flying.push_back(s);
       }
       std::sort(flying.begin(), flying.end());
+      // A sync the host needs for no data but that waits for kernels that
+      // print is there to show their output (device printf's buffer is
+      // written out at synchronization): dropping it changes what the
+      // program prints, and narrowing it is a guess about which output
+      // matters. Where the host needs data, the printing streams are not
+      // a reason to wait for them: their output shows at a later sync.
+      const bool shows_output = need.empty() && std::any_of(flying.begin(), flying.end(),
+                                                            [&](stream_id s) { return printed.contains(s); });
+      printed.clear();
       const auto unneeded = [&](stream_id s) { return std::find(need.begin(), need.end(), s) == need.end(); };
       left_in_flight.clear();
-      if (std::any_of(flying.begin(), flying.end(), unneeded)) {
+      if (!shows_output && std::any_of(flying.begin(), flying.end(), unneeded)) {
         for (const stream_id s : flying) {
           if (unneeded(s)) left_in_flight.insert(s);
         }
@@ -211,6 +229,7 @@ void find_device_synchronize(TrapContext& context, std::vector<Finding>& finding
       }
     } else if (is_stream_op(op.kind)) {
       for (const Access& a : op.accesses) coverage.add(*op.stream, a);
+      if (op.kind == op_kind::kernel && op.prints) printed.insert(*op.stream);
     }
     walker.step();
   }

@@ -58,7 +58,7 @@ const std::vector<OpForm>& op_forms() {
       {"d2h", op_kind::copy, copy_direction::d2h, copy_fields},
       {"d2d", op_kind::copy, copy_direction::d2d, copy_fields},
       {"copy", op_kind::copy, std::nullopt, {"dir", "stream", "bytes", "time", "memory", "sync"}},
-      {"kernel", op_kind::kernel, std::nullopt, {"stream", "time", "share"}},
+      {"kernel", op_kind::kernel, std::nullopt, {"stream", "time", "share", "prints"}},
       {"memset", op_kind::memset, std::nullopt, {"stream", "bytes", "time", "sync"}},
       {"host_func", op_kind::host_function, std::nullopt, {"stream", "time"}},
       {"record", op_kind::event_record, std::nullopt, {"event", "stream"}},
@@ -125,11 +125,12 @@ void require_payload(const Field& op_field, const Op& op) {
   }
 }
 
-/// time, bytes, share, and a copy's direction, mode and memory.
+/// time, bytes, share, prints, and a copy's direction, mode and memory.
 void read_payload(const Field& op_field, const OpForm& form, Op& op) {
   if (auto time = op_field.get("time")) op.duration = read_time(*time);
   if (auto bytes = op_field.get("bytes")) op.bytes = read_bytes(*bytes);
   if (auto share = op_field.get("share")) op.gpu_share = read_share(*share);
+  if (auto prints = op_field.get("prints")) op.prints = read_bool(*prints);
   if (op.kind == op_kind::copy) read_copy_mode(op_field, form, op);
   if (op.kind == op_kind::memset) op.mode = read_call_mode(op_field);
   // Program::implicit_sync always sets a host cost; match it.

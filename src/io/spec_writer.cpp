@@ -334,7 +334,7 @@ std::optional<double> spec_time(const Op& op) {
   return op.duration;
 }
 
-/// stream, event, bytes, time, memory, sync and share: what this kind takes.
+/// stream, event, bytes, time, memory, sync, share and prints: what this kind takes.
 void add_payload_fields(const Program& program, const Op& op, std::vector<std::string>& fields) {
   if (takes_stream(op.kind)) fields.push_back("stream: " + scalar(program.streams()[*op.stream].name));
   if (takes_event(op.kind)) fields.push_back("event: " + scalar(program.events()[*op.event]));
@@ -344,6 +344,7 @@ void add_payload_fields(const Program& program, const Op& op, std::vector<std::s
   if (op.kind == op_kind::copy) fields.push_back(fmt::format("memory: {}", to_string(op.memory)));
   if (takes_bytes(op.kind) && op.mode == call_mode::synchronous) fields.emplace_back("sync: true");
   if (op.kind == op_kind::kernel && op.gpu_share != 1.0) fields.push_back("share: " + number(op.gpu_share));
+  if (op.kind == op_kind::kernel && op.prints) fields.emplace_back("prints: true");
 }
 
 /// label, item, chunk, reads and writes: what every op may have.

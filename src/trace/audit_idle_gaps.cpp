@@ -41,7 +41,7 @@ std::vector<Interval> device_idle(const Timeline& t) {
 // Calls that issue no device work and do not wait for it: while one runs
 // with the device idle, the device waits for the host. Polls (the host asking
 // whether work is done) and the runtime loading modules on first use are
-// not the app's doing.
+// not the app's doing; managed memory's stream-ordered calls issue work.
 bool issues_nothing(const Op& op, const OpOrigin& from) {
   if (!from.call) return false;
   if (op.kind != op_kind::host_work && !is_implicitly_synchronizing(op.kind)) return false;
@@ -57,7 +57,11 @@ bool issues_nothing(const Op& op, const OpOrigin& from) {
   const bool graph = api.starts_with("cudaGraph") || api.starts_with("cuGraph") ||
                      api.find("StreamBeginCapture") != std::string::npos ||
                      api.find("StreamEndCapture") != std::string::npos;
-  return !poll && !loading && !graph;
+  // A prefetch or attach is work in its stream's order (a migration, a
+  // change of what may touch managed memory), made where the work needs it.
+  const bool managed =
+      api.find("MemPrefetch") != std::string::npos || api.find("AttachMem") != std::string::npos;
+  return !poll && !loading && !graph && !managed;
 }
 
 // Length of the union of `intervals`.

@@ -547,6 +547,7 @@ class Converter {
     if (const auto* work = work_of(c); work && !work->empty() && !trace_.work[work->front()].name.empty())
       name = trace_.work[work->front()].name;
     op.label = name.empty() ? "kernel" : short_name(name);
+    op.prints = trace_.printing_kernels.contains(name);
     // What it touches: measured, where the run was (measured_run.hpp), else
     // inferred from its pointers (capture_accesses.hpp).
     op.accesses = extents_->kernel_accesses(c.ptrs, c.struct_ptrs, allocations_);
@@ -747,6 +748,7 @@ class Converter {
         op.accesses = detail::with_measured_accesses(m->second, std::move(op.accesses), allocations_);
       const bool from_pointers = op.kind == op_kind::kernel && !op.accesses.empty();
       if (op.kind == op_kind::kernel) {
+        op.prints = trace_.printing_kernels.contains(record.name);
         count_mapped(op.accesses);
         note_host_readable_writes(*op.stream, op.accesses);
       }

@@ -547,6 +547,8 @@ void read_record(const Record& r, const std::string& type, RawTrace& trace) {
     pairs("reads", m.reads);
     pairs("writes", m.writes);
     m.exact = r.get<bool>("exact", true);
+  } else if (type == "printf") {
+    trace.printing_kernels.insert(r.require<std::string>("kernel"));
   } else if (type == "range") {
     trace.ranges.push_back({r.get<std::string>("name"), r.require<std::uint64_t>("start"),
                             r.require<std::uint64_t>("end"), r.get<std::uint64_t>("tid")});

@@ -633,6 +633,32 @@ TEST(ManagedMemory, PrefetchesAndMovesOnDemandAreCountedApart) {
   }
 }
 
+// app_printf_sync: the tracer names the kernel that calls printf, and a
+// cudaDeviceSynchronize that shows its output is not reported; with a
+// kernel that prints nothing (--quiet) the same syncs serve nothing.
+TEST(PrintingKernels, ASyncThatShowsTheirOutputIsNotUseless) {
+  SKIP_WITHOUT_DEVICE();
+  Scratch dir;
+  for (const bool quiet : {false, true}) {
+    std::vector<std::string> command = {app_path("printf_sync")};
+    if (quiet) command.emplace_back("--quiet");
+    const std::string raw = dir.file(quiet ? "quiet.jsonl" : "printing.jsonl");
+    const Audit a = audit(command, dir, {"--raw", raw});
+    ASSERT_FALSE(a.run.timed_out) << a.describe();
+    ASSERT_TRUE(a.parsed()) << a.describe();
+    EXPECT_EQ(app_exit_code(a.report), 0) << a.describe();
+    // The app's own output passes through, the GPU's lines among it.
+    const std::string output = a.run.out + a.run.err;
+    EXPECT_EQ(output.find("gpu: round 7: first result") != std::string::npos, !quiet) << output;
+    // The record names the module's printing kernel when the module loads,
+    // in both runs; the quiet run launches only busy_kernel, which does not
+    // print (a whole-module answer would hide its trap).
+    EXPECT_NE(read_file(raw).find(R"({"t":"printf","kernel":"_Z15busy_then_print)"), std::string::npos)
+        << raw;
+    EXPECT_EQ(rules_of(a.report).contains("device-synchronize"), quiet) << a.describe();
+  }
+}
+
 TEST(Robustness, MissingAppIsBadInput) {
   SKIP_WITHOUT_DEVICE();
   Scratch dir;

@@ -23,6 +23,7 @@
 #include "devices.hpp"
 #include "graphs.hpp"
 #include "kernel_params.hpp"
+#include "printing_kernels.hpp"
 #include "streams.hpp"
 #include "trace_names.hpp"
 #include "tracer.hpp"
@@ -326,6 +327,10 @@ void on_resource(ThreadState& ts, CUpti_CallbackId cbid, const CUpti_ResourceDat
     case CUPTI_CBID_RESOURCE_CONTEXT_CREATED: note_context_created(data.context); break;
     case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: note_context_destroyed(data.context); break;
     case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING: forget_kernel_layouts(); break;
+    case CUPTI_CBID_RESOURCE_MODULE_LOADED:
+      if (data.resourceDescriptor != nullptr)
+        note_module_loaded(*static_cast<const CUpti_ModuleResourceData*>(data.resourceDescriptor));
+      break;
     default: break;
   }
 }
@@ -345,7 +350,11 @@ void CUPTIAPI on_api_callback(void* /*userdata*/, CUpti_CallbackDomain domain, C
   if (current == nullptr || data == nullptr || current->writer.finished()) return;
   try {
     ThreadState& ts = thread_state();
-    if (ts.own_driver_calls > 0) return;
+    // This library's own driver calls are not the app's; but what they cause
+    // is: cuFuncGetParamInfo on a kernel not yet loaded loads its module
+    // (lazy loading), and that load's resource event is the only one it gets.
+    const bool module_load = domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED;
+    if (ts.own_driver_calls > 0 && !module_load) return;
     const RunningCallback running(*current);
     const CostTimer cost(*current, current->costs.api_ns, current->costs.api_callbacks);
     switch (domain) {

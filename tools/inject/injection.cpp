@@ -207,13 +207,14 @@ std::optional<SetupFailure> enable_callbacks(CUpti_SubscriberHandle subscriber) 
     const CUptiResult result = cuptiEnableDomain(1, subscriber, domain);
     if (result != CUPTI_SUCCESS) return SetupFailure{"cuptiEnableDomain", result};
   }
-  // Only the resource events used (module loads, say, come in numbers); the
-  // graph events give each graph's nodes and edges (graphs.hpp).
-  for (const auto cbid :
-       {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
-        CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
-        CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
-        CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS, CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED}) {
+  // Only the resource events used; module loads name the kernels that
+  // print (printing_kernels.hpp); the graph events give each graph's nodes
+  // and edges (graphs.hpp).
+  for (const auto cbid : {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+                          CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
+                          CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+                          CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS,
+                          CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED}) {
     (void)cupti_ok(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, cbid),
                    "cuptiEnableCallback(RESOURCE)");
   }

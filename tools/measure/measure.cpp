@@ -34,6 +34,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -95,6 +96,24 @@ struct PendingLaunch {
 thread_local void** launch_arguments = nullptr;
 /// Set while this library calls the driver itself (parameter layouts).
 thread_local bool own_driver_calls = false;
+
+/// The graph launch calls, at whose exit the measuring run waits for the
+/// graph they launched (Measurer::on_callback).
+constexpr std::pair<Sanitizer_CallbackDomain, Sanitizer_CallbackId> graph_launch_calls[] = {
+    {SANITIZER_CB_DOMAIN_RUNTIME_API, SANITIZER_CBID_RUNTIME_API_cudaGraphLaunch},
+    {SANITIZER_CB_DOMAIN_RUNTIME_API, SANITIZER_CBID_RUNTIME_API_cudaGraphLaunch_ptsz},
+    {SANITIZER_CB_DOMAIN_DRIVER_API, SANITIZER_CBID_DRIVER_API_cuGraphLaunch},
+    {SANITIZER_CB_DOMAIN_DRIVER_API, SANITIZER_CBID_DRIVER_API_cuGraphLaunch_ptsz},
+};
+
+bool is_graph_launch(Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbid) {
+  return std::any_of(std::begin(graph_launch_calls), std::end(graph_launch_calls),
+                     [&](const auto& call) { return call.first == domain && call.second == cbid; });
+}
+
+/// The first seq a graph launch call in progress on this thread may give its
+/// kernel nodes (set at the outermost call's entry).
+thread_local std::optional<std::uint64_t> graph_launch_from;
 
 /// The runtime and driver launch calls whose argument arrays are read.
 constexpr std::pair<Sanitizer_CallbackDomain, Sanitizer_CallbackId> launch_calls[] = {
@@ -177,6 +196,10 @@ class Measurer {
     if (domain == SANITIZER_CB_DOMAIN_DRIVER_API || domain == SANITIZER_CB_DOMAIN_RUNTIME_API) {
       if (own_driver_calls) return;
       const auto& call = *static_cast<const Sanitizer_CallbackData*>(data);
+      if (is_graph_launch(domain, cbid)) {
+        graph_launch(call.callbackSite == SANITIZER_API_ENTER);
+        return;
+      }
       // A driver launch made by a runtime launch passes the same arguments;
       // its exit ends the launch, whose callback came inside it.
       launch_arguments = call.callbackSite == SANITIZER_API_ENTER
@@ -288,6 +311,27 @@ class Measurer {
                "sanitizerPatchInstructions");
     }
     (void)ok(sanitizerPatchModule(module), "sanitizerPatchModule");
+  }
+
+  // A graph launch call's entry and exit. A kernel's callback data is read
+  // while its grids run, not when they are submitted: were the next graph
+  // launch's nodes to hand their kernels new tables while this launch still
+  // runs, its grids would write into those (seen on an H100: a long node of
+  // the first of four back-to-back launches measured nothing). So the
+  // measuring run waits for the kernel nodes each call launched as it
+  // returns, and reads their tables (the app runs slower there, as it does
+  // anyway). Only those: a launch into a capturing stream runs nothing, and
+  // reading on that stream would break the capture.
+  void graph_launch(bool entering) {
+    const std::lock_guard lock(mutex_);
+    if (entering) {
+      if (!graph_launch_from) graph_launch_from = next_seq_;
+      return;
+    }
+    if (!graph_launch_from) return;  // the runtime call's exit, after the driver call's
+    const std::uint64_t from = *graph_launch_from;
+    graph_launch_from.reset();
+    read_where([&](const PendingLaunch& p) { return p.graph && p.seq >= from; });
   }
 
   // A kernel node of a graph being launched: measured as a launch, its
@@ -519,6 +563,9 @@ __attribute__((constructor)) void start_when_preloaded() {
     if (r == SANITIZER_SUCCESS) r = sanitizerEnableDomain(1, subscriber, domain);
   }
   for (const auto& [domain, cbid] : launch_calls) {
+    if (r == SANITIZER_SUCCESS) r = sanitizerEnableCallback(1, subscriber, domain, cbid);
+  }
+  for (const auto& [domain, cbid] : graph_launch_calls) {
     if (r == SANITIZER_SUCCESS) r = sanitizerEnableCallback(1, subscriber, domain, cbid);
   }
   if (r == SANITIZER_SUCCESS)

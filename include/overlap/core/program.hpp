@@ -127,6 +127,11 @@ struct Op {
   /// its own: findings name the launch (a pageable memcpy node holds the host
   /// in cudaGraphLaunch, not in a cudaMemcpyAsync). Timing ignores it.
   bool graph_node = false;
+  /// Kernels: it calls device-side printf, whose output the host writes out
+  /// only when it next synchronizes. A cudaDeviceSynchronize with nothing
+  /// else to wait for is then how the program shows that output (the
+  /// device-synchronize rule does not call it useless).
+  bool prints = false;
 
   std::vector<Access> accesses;  ///< regions read and written, for the checker
 };

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -256,6 +257,9 @@ struct RawTrace {
   /// Kernel nodes of graph launches, by (the launch call's corr, the node
   /// its record names): `accesses` records with a `node`.
   std::map<std::pair<std::uint64_t, std::uint64_t>, MeasuredAccesses> measured_nodes;
+  /// Kernels (by the names launches and kernel records give) that call
+  /// device-side printf, from the modules' call graphs: `printf` records.
+  std::set<std::string> printing_kernels;
   std::vector<std::string> errors;  ///< the library's own error records
   bool complete = false;            ///< a footer was read
   std::string end_reason;           ///< "exit", "signal 15", or empty
