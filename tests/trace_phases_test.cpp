@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli_run.hpp"
+#include "html_page_data.hpp"
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/error.hpp"
 #include "overlap/io/exporters.hpp"
@@ -364,7 +365,7 @@ TEST(TraceThreads, EachHostThreadHasItsLaneInEveryOutput) {
   const auto data_at = html.find("overlap-data");
   ASSERT_NE(data_at, std::string::npos);
   const auto open = html.find('>', data_at) + 1;
-  const json page = json::parse(html.substr(open, html.find("</script>", open) - open));
+  const json page = test::page_rows(json::parse(html.substr(open, html.find("</script>", open) - open)));
   std::set<int> html_threads;
   for (const json& h : page.at("runs").at(0).at("host")) html_threads.insert(h.at(4).get<int>());
   EXPECT_EQ(html_threads, (std::set<int>{0, 1}));

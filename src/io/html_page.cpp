@@ -1,17 +1,26 @@
 // The page around every HTML report: one file with no network (inline style,
 // inline SVG drawn by an inline script). The ops of every run travel as one
-// compact JSON block (tables for labels, items and sizes; start and duration
-// to 7 significant digits) so that 100,000 ops stay under 5 MB.
+// compact JSON block so that 100,000 ops and their host spans stay under
+// 5 MB: a run's ops and host spans column by column; tables for labels,
+// items and sizes; host labels that differ only by a number
+// ("cudaMemcpyAsync(H2D 17, Stream2)") as a shared template and the number;
+// times as whole multiples of a decimal quantum (about 1/2^24 of the run),
+// each start a step from the one before; op ids, chunks and a template's
+// numbers as steps too. The script (html_renderer.hpp) turns the columns
+// back into rows on load.
 #include "html_page.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
 
 #include "html_renderer.hpp"
 
@@ -116,30 +125,51 @@ class Table {
   std::vector<T> values_;
 };
 
+/// The decimal quantum of a page whose runs last `total`: the power of ten
+/// at or below total / 2^24, so that a time is a whole number of at most
+/// eight or nine digits and a bar keeps its place to far below a pixel at
+/// any zoom the page offers.
+double time_quantum(double total) {
+  if (!(total > 0.0) || !std::isfinite(total)) return 1.0;
+  return std::pow(10.0, std::floor(std::log10(total / 16777216.0)));
+}
+
+/// `label` as (before, number, after) where it holds a number standing
+/// apart (not part of a word such as "Stream1") that reads back the same
+/// (no leading zero, at most 15 digits); nothing otherwise.
+struct NumberedLabel {
+  std::string before, after;
+  std::int64_t number = 0;
+};
+std::optional<NumberedLabel> numbered(const std::string& label) {
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; };
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  for (std::size_t at = 0; at < label.size(); ++at) {
+    if (!digit(label[at]) || (at > 0 && word(label[at - 1]))) continue;
+    std::size_t end = at;
+    while (end < label.size() && digit(label[end])) ++end;
+    if (end < label.size() && word(label[end])) {
+      at = end;
+      continue;
+    }
+    const std::size_t length = end - at;
+    if (length > 15 || (length > 1 && label[at] == '0')) return std::nullopt;
+    NumberedLabel n{label.substr(0, at), label.substr(end), 0};
+    std::from_chars(label.data() + at, label.data() + end, n.number);
+    return n;
+  }
+  return std::nullopt;
+}
+
 /// Everything the script draws from, for every run.
 class PageData {
  public:
+  explicit PageData(double quantum) : quantum_(quantum) {}
+
   json run(const HtmlRun& r) {
     const Timeline& t = *r.timeline;
-    json ops = json::array();
-    for (const Span& s : t.spans) {
-      const std::string label = s.label.empty() ? std::string(to_string(s.kind)) : s.label;
-      const int engine = s.unit == engine::none ? -1 : engines_.index(std::string(to_string(s.unit)));
-      // Most items are their chunk's number: -2 says so in two bytes.
-      int item = -1;
-      if (!s.item.empty())
-        item = s.chunk >= 0 && s.item == std::to_string(s.chunk) ? -2 : items_.index(s.item);
-      const double start = rounded(s.start);
-      ops.push_back(json::array({labels_.index(label), item, start, rounded(rounded(s.end) - start),
-                                 kinds_.index(std::string(kind_of(s))), s.stream, engine,
-                                 bytes_.index(s.bytes), s.op, s.chunk}));
-    }
-    json host = json::array();
-    for (const HostSpan& h : t.host_spans) {
-      if (h.end <= h.start) continue;
-      host.push_back(json::array({labels_.index(h.label), rounded(h.start), rounded(h.end),
-                                  activities_.index(std::string(to_string(h.activity))), h.thread}));
-    }
+    json ops = op_columns(t);
+    json host = host_columns(t);
     if (t.streams.size() > streams_.size()) {
       streams_.clear();
       for (const Stream& s : t.streams) streams_.push_back(s.name);
@@ -156,7 +186,11 @@ class PageData {
     json spans = json::array();
     for (const HtmlRegion& r : regions)
       if (r.end > r.start) spans.push_back(json::array({r.name, rounded(r.start), rounded(r.end)}));
+    json templates = json::array();
+    for (const auto& [before, after] : templates_.values()) templates.push_back(json::array({before, after}));
     return json{{"unit", unit_},
+                {"quantum", quantum_},
+                {"templates", std::move(templates)},
                 {"highlight", groups},
                 {"regions", std::move(spans)},
                 {"total", rounded(total_)},
@@ -174,7 +208,105 @@ class PageData {
   [[nodiscard]] const std::vector<std::string>& activities() const noexcept { return activities_.values(); }
 
  private:
+  // Columns, not rows: a row per op would spend its brackets and commas
+  // 100,000 times over.
+  struct OpColumns {
+    std::vector<std::int64_t> label;
+    std::vector<std::int64_t> item;      ///< -1 none, -2 the chunk's number, else in `items`
+    std::vector<std::int64_t> start;     ///< steps from the op before
+    std::vector<std::int64_t> duration;  ///< quanta
+    std::vector<std::int64_t> kind;
+    std::vector<std::int64_t> stream;
+    std::vector<std::int64_t> engine;  ///< -1 none
+    std::vector<std::int64_t> size;
+    std::vector<std::int64_t> op;     ///< steps from the op before
+    std::vector<std::int64_t> chunk;  ///< steps from the op before (from -1)
+  };
+
+  json op_columns(const Timeline& t) {
+    OpColumns c;
+    std::int64_t last_start = 0;
+    std::int64_t last_op = 0;
+    std::int64_t last_chunk = -1;
+    for (const Span& s : t.spans) {
+      c.label.push_back(labels_.index(s.label.empty() ? std::string(to_string(s.kind)) : s.label));
+      // Most items are their chunk's number: -2 says so in two bytes.
+      std::int64_t item = -1;
+      if (!s.item.empty())
+        item = s.chunk >= 0 && s.item == std::to_string(s.chunk) ? -2 : items_.index(s.item);
+      c.item.push_back(item);
+      const std::int64_t from = steps(s.start);
+      c.start.push_back(from - last_start);
+      c.duration.push_back(steps(s.end) - from);
+      c.kind.push_back(kinds_.index(std::string(kind_of(s))));
+      c.stream.push_back(static_cast<std::int64_t>(s.stream));
+      c.engine.push_back(s.unit == engine::none ? -1 : engines_.index(std::string(to_string(s.unit))));
+      c.size.push_back(bytes_.index(s.bytes));
+      c.op.push_back(static_cast<std::int64_t>(s.op) - last_op);
+      c.chunk.push_back(s.chunk - last_chunk);
+      last_start = from;
+      last_op = static_cast<std::int64_t>(s.op);
+      last_chunk = s.chunk;
+    }
+    return json{{"label", c.label}, {"item", c.item},     {"start", c.start},   {"duration", c.duration},
+                {"kind", c.kind},   {"stream", c.stream}, {"engine", c.engine}, {"size", c.size},
+                {"op", c.op},       {"chunk", c.chunk}};
+  }
+
+  struct HostColumns {
+    /// Its index in `labels`; -1, the label of the span before; -2 - k,
+    /// template k with the next entry of `numbers`.
+    std::vector<std::int64_t> label;
+    std::vector<std::int64_t> numbers;  ///< steps from the number the template took last
+    std::vector<std::int64_t> start;    ///< steps from the end of the span before
+    std::vector<std::int64_t> duration;
+    std::vector<std::int64_t> activity;
+    std::vector<std::int64_t> thread;
+  };
+
+  json host_columns(const Timeline& t) {
+    HostColumns c;
+    std::map<int, std::int64_t> last_number;
+    const std::string* last_label = nullptr;
+    std::int64_t last_end = 0;
+    bool threads = false;
+    for (const HostSpan& h : t.host_spans) {
+      if (h.end <= h.start) continue;
+      if (last_label != nullptr && *last_label == h.label) {
+        c.label.push_back(-1);
+      } else if (const auto n = numbered(h.label)) {
+        const int k = templates_.index({n->before, n->after});
+        c.label.push_back(-2 - k);
+        c.numbers.push_back(n->number - last_number[k]);
+        last_number[k] = n->number;
+      } else {
+        c.label.push_back(labels_.index(h.label));
+      }
+      last_label = &h.label;
+      const std::int64_t from = steps(h.start);
+      const std::int64_t end = steps(h.end);
+      c.start.push_back(from - last_end);
+      c.duration.push_back(end - from);
+      c.activity.push_back(activities_.index(std::string(to_string(h.activity))));
+      c.thread.push_back(static_cast<std::int64_t>(h.thread));
+      threads = threads || h.thread != 0;
+      last_end = end;
+    }
+    json host{{"label", c.label},
+              {"numbers", c.numbers},
+              {"start", c.start},
+              {"duration", c.duration},
+              {"activity", c.activity}};
+    if (threads) host["thread"] = c.thread;  // all 0 (one host thread) when left out
+    return host;
+  }
+
+  /// `time` as a whole number of quanta.
+  [[nodiscard]] std::int64_t steps(double time) const { return std::llround(time / quantum_); }
+
+  double quantum_;
   Table<std::string> labels_, items_, kinds_, engines_, activities_;
+  Table<std::pair<std::string, std::string>> templates_;
   Table<std::uint64_t> bytes_;
   std::vector<std::string> streams_;
   double total_ = 0.0;
@@ -234,7 +366,9 @@ std::string html_page(const std::string& title, const std::string& summary_html,
                       const std::vector<HtmlRun>& runs,
                       const std::vector<std::vector<op_id>>& highlight_groups,
                       const std::vector<HtmlRegion>& regions) {
-  PageData data;
+  double total = 0.0;
+  for (const HtmlRun& r : runs) total = std::max(total, r.timeline->total());
+  PageData data(time_quantum(total));
   json run_data = json::array();
   std::size_t spans = 0;
   for (const HtmlRun& r : runs) {

@@ -14,10 +14,37 @@ inline constexpr std::string_view html_renderer = R"JS(
 (function () {
   'use strict';
   var data = JSON.parse(document.getElementById('overlap-data').textContent);
-  // data.runs[r]: {name, ops, host, threads}. An op: [label, item (-1 none, -2 its chunk's number),
-  // start, duration, kind, stream, engine (-1 none), size, op id, chunk]; a host span:
-  // [label, start, end, activity, thread (an index into threads)]. Durations become ends here.
-  data.runs.forEach(function (run) { run.ops.forEach(function (o) { o[3] = o[2] + o[3]; }); });
+  // data.runs[r]: {name, ops, host, threads}, ops and host column by column as html_page.cpp
+  // writes them: times in whole multiples of data.quantum, starts (a host span's from the end
+  // of the one before), op ids, chunks and template numbers as steps from the value before.
+  // Turned into rows here. An op: [label, item (-1 none, -2 its chunk's number), start, end,
+  // kind, stream, engine (-1 none), size, op id, chunk]; a host span: [label text, start, end,
+  // activity, thread (an index into threads)].
+  var quantum = data.quantum || 1;
+  data.runs.forEach(function (run) {
+    var c = run.ops, rows = [], start = 0, op = 0, chunk = -1, i;
+    for (i = 0; i < c.label.length; ++i) {
+      start += c.start[i]; op += c.op[i]; chunk += c.chunk[i];
+      rows.push([c.label[i], c.item[i], start * quantum, (start + c.duration[i]) * quantum, c.kind[i],
+                 c.stream[i], c.engine[i], c.size[i], op, chunk]);
+    }
+    run.ops = rows;
+    var h = run.host, spans = [], end = 0, text = '', number = 0, last = {};
+    for (i = 0; i < h.label.length; ++i) {
+      var code = h.label[i];
+      if (code >= 0) {
+        text = data.labels[code];
+      } else if (code <= -2) {
+        var k = -2 - code, t = data.templates[k];
+        last[k] = (last[k] || 0) + h.numbers[number++];
+        text = t[0] + last[k] + t[1];
+      }
+      var from = end + h.start[i];
+      end = from + h.duration[i];
+      spans.push([text, from * quantum, end * quantum, h.activity[i], h.thread ? h.thread[i] : 0]);
+    }
+    run.host = spans;
+  });
   var svg = document.getElementById('gantt');
   var tip = document.getElementById('tip');
   var NS = svg.namespaceURI;
@@ -212,7 +239,7 @@ inline constexpr std::string_view html_renderer = R"JS(
     var run = data.runs[r];
     if (i < 0) {
       var h = run.host[-1 - i];
-      return data.labels[h[0]] + '\n' + data.activities[h[3]] + ' from ' + num(h[1]) + ' for ' +
+      return h[0] + '\n' + data.activities[h[3]] + ' from ' + num(h[1]) + ' for ' +
              num(h[2] - h[1]) + ' ' + data.unit;
     }
     var o = run.ops[i];
