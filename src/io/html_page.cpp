@@ -164,7 +164,8 @@ std::optional<NumberedLabel> numbered(const std::string& label) {
 /// Everything the script draws from, for every run.
 class PageData {
  public:
-  explicit PageData(double quantum) : quantum_(quantum) {}
+  /// For runs that last at most `total` (the longest of them).
+  explicit PageData(double total) : quantum_(time_quantum(total)), total_(total) {}
 
   json run(const HtmlRun& r) {
     const Timeline& t = *r.timeline;
@@ -174,7 +175,6 @@ class PageData {
       streams_.clear();
       for (const Stream& s : t.streams) streams_.push_back(s.name);
     }
-    total_ = std::max(total_, t.total());
     unit_ = t.time_unit;
     return json{
         {"name", r.name}, {"ops", std::move(ops)}, {"host", std::move(host)}, {"threads", t.host_threads}};
@@ -309,7 +309,7 @@ class PageData {
   Table<std::pair<std::string, std::string>> templates_;
   Table<std::uint64_t> bytes_;
   std::vector<std::string> streams_;
-  double total_ = 0.0;
+  double total_;
   std::string unit_ = "ms";
 };
 
@@ -368,7 +368,7 @@ std::string html_page(const std::string& title, const std::string& summary_html,
                       const std::vector<HtmlRegion>& regions) {
   double total = 0.0;
   for (const HtmlRun& r : runs) total = std::max(total, r.timeline->total());
-  PageData data(time_quantum(total));
+  PageData data(total);
   json run_data = json::array();
   std::size_t spans = 0;
   for (const HtmlRun& r : runs) {

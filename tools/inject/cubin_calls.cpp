@@ -2,12 +2,11 @@
 // cubin_calls.hpp).
 #include "cubin_calls.hpp"
 
-#include <elf.h>
-
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <optional>
+
+#include "elf_image.hpp"
 
 namespace overlap::inject {
 
@@ -22,56 +21,21 @@ constexpr unsigned char sto_cuda_entry = 0x10;
 constexpr std::uint64_t max_symbols = 1U << 22;
 constexpr std::uint64_t max_edges = 1U << 24;
 
-/// Bounds-checked reads from the image.
-class Image {
- public:
-  explicit Image(std::span<const unsigned char> bytes) : bytes_(bytes) {}
-
-  template <typename T>
-  [[nodiscard]] std::optional<T> read(std::uint64_t offset) const {
-    if (offset > bytes_.size() || bytes_.size() - offset < sizeof(T)) return std::nullopt;
-    T value{};
-    std::memcpy(&value, bytes_.data() + offset, sizeof(T));
-    return value;
-  }
-  [[nodiscard]] bool contains(std::uint64_t offset, std::uint64_t length) const {
-    return offset <= bytes_.size() && length <= bytes_.size() - offset;
-  }
-  /// The NUL-terminated name at `offset` of the string table `table`, or empty.
-  [[nodiscard]] std::string_view name(const Elf64_Shdr& table, std::uint64_t offset) const {
-    if (offset >= table.sh_size || !contains(table.sh_offset, table.sh_size)) return {};
-    const auto* start = reinterpret_cast<const char*>(bytes_.data() + table.sh_offset + offset);
-    return {start, ::strnlen(start, table.sh_size - offset)};
-  }
-
- private:
-  std::span<const unsigned char> bytes_;
-};
-
 struct Sections {
   std::optional<Elf64_Shdr> symtab;
   std::optional<Elf64_Shdr> strtab;
   std::optional<Elf64_Shdr> callgraph;
 };
 
-std::optional<Sections> find_sections(const Image& image) {
-  const auto header = image.read<Elf64_Ehdr>(0);
-  if (!header || std::memcmp(header->e_ident, ELFMAG, SELFMAG) != 0 ||
-      header->e_ident[EI_CLASS] != ELFCLASS64 || header->e_shentsize != sizeof(Elf64_Shdr) ||
-      header->e_shnum == 0) {
-    return std::nullopt;
-  }
-  const auto section = [&](std::uint64_t index) -> std::optional<Elf64_Shdr> {
-    if (index >= header->e_shnum) return std::nullopt;
-    return image.read<Elf64_Shdr>(header->e_shoff + index * sizeof(Elf64_Shdr));
-  };
+std::optional<Sections> find_sections(const ElfImage& image) {
+  if (!image.valid()) return std::nullopt;
   Sections found;
-  for (std::uint64_t i = 0; i < header->e_shnum; ++i) {
-    const auto s = section(i);
+  for (std::uint64_t i = 0; i < image.sections(); ++i) {
+    const auto s = image.section(i);
     if (!s) return std::nullopt;
     if (s->sh_type == SHT_SYMTAB && s->sh_entsize == sizeof(Elf64_Sym) && !found.symtab) {
       found.symtab = s;
-      found.strtab = section(s->sh_link);
+      found.strtab = image.section(s->sh_link);
     } else if (s->sh_type == sht_cuda_callgraph) {
       found.callgraph = s;
     }
@@ -84,7 +48,7 @@ std::optional<Sections> find_sections(const Image& image) {
 }  // namespace
 
 std::vector<std::string> kernels_calling(std::span<const unsigned char> image, std::string_view callee) {
-  const Image cubin(image);
+  const ElfImage cubin(image);
   const std::optional<Sections> sections = find_sections(cubin);
   if (!sections) return {};
   const Elf64_Shdr& symtab = *sections->symtab;

@@ -1,19 +1,20 @@
 // Reading .symtab function symbols (see elf_symbols.hpp).
 //
-// The file is mapped read-only, its section headers checked against its size
-// before anything is read through them (a truncated or odd file yields no
-// symbols, never a crash), and only what a lookup needs is copied out, so
-// the mapping is released at once.
+// The file is mapped read-only and read through ElfImage, which checks every
+// read against its size (a truncated or odd file yields no symbols, never a
+// crash); only what a lookup needs is copied out, so the mapping is released
+// at once.
 #include "elf_symbols.hpp"
 
-#include <elf.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
+#include <span>
+
+#include "elf_image.hpp"
 
 namespace overlap::inject {
 
@@ -43,18 +44,8 @@ class MappedFile {
   MappedFile(MappedFile&&) = delete;
   MappedFile& operator=(MappedFile&&) = delete;
 
-  /// A copy of the T at `offset`, if the file holds one there.
-  template <typename T>
-  [[nodiscard]] std::optional<T> read(std::uint64_t offset) const {
-    if (data_ == nullptr || offset > size_ || size_ - offset < sizeof(T)) return std::nullopt;
-    T value{};
-    std::memcpy(&value, data_ + offset, sizeof(T));
-    return value;
-  }
-  [[nodiscard]] bool contains(std::uint64_t offset, std::uint64_t length) const {
-    return data_ != nullptr && offset <= size_ && length <= size_ - offset;
-  }
-  [[nodiscard]] const unsigned char* data() const noexcept { return data_; }
+  /// The whole file, empty when it could not be mapped.
+  [[nodiscard]] std::span<const unsigned char> bytes() const noexcept { return {data_, size_}; }
 
  private:
   const unsigned char* data_ = nullptr;
@@ -66,39 +57,27 @@ class MappedFile {
 ElfSymbols ElfSymbols::load(const char* path) {
   ElfSymbols result;
   const MappedFile file(path);
-  const auto header = file.read<Elf64_Ehdr>(0);
-  if (!header || std::memcmp(header->e_ident, ELFMAG, SELFMAG) != 0 ||
-      header->e_ident[EI_CLASS] != ELFCLASS64 || header->e_shentsize != sizeof(Elf64_Shdr) ||
-      header->e_shnum == 0) {
-    return result;
-  }
-  const auto section = [&](std::uint64_t index) {
-    return file.read<Elf64_Shdr>(header->e_shoff + index * sizeof(Elf64_Shdr));
-  };
-  for (std::uint64_t i = 0; i < header->e_shnum; ++i) {
-    const auto symtab = section(i);
+  const ElfImage image(file.bytes());
+  for (std::uint64_t i = 0; i < image.sections(); ++i) {
+    const auto symtab = image.section(i);
     if (!symtab || symtab->sh_type != SHT_SYMTAB || symtab->sh_entsize != sizeof(Elf64_Sym)) continue;
-    const auto strtab = section(symtab->sh_link);
-    if (!strtab || !file.contains(symtab->sh_offset, symtab->sh_size) ||
-        !file.contains(strtab->sh_offset, strtab->sh_size)) {
+    const auto strtab = image.section(symtab->sh_link);
+    if (!strtab || !image.contains(symtab->sh_offset, symtab->sh_size) ||
+        !image.contains(strtab->sh_offset, strtab->sh_size)) {
       continue;
     }
-    const auto* strings = reinterpret_cast<const char*>(file.data() + strtab->sh_offset);
     const std::uint64_t count = symtab->sh_size / sizeof(Elf64_Sym);
     for (std::uint64_t k = 0; k < count; ++k) {
-      const auto sym = file.read<Elf64_Sym>(symtab->sh_offset + k * sizeof(Elf64_Sym));
+      const auto sym = image.read<Elf64_Sym>(symtab->sh_offset + k * sizeof(Elf64_Sym));
       if (!sym) break;
       const unsigned type = ELF64_ST_TYPE(sym->st_info);
-      if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym->st_shndx == SHN_UNDEF || sym->st_value == 0 ||
-          sym->st_name >= strtab->sh_size) {
+      if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym->st_shndx == SHN_UNDEF || sym->st_value == 0)
         continue;
-      }
-      const char* name = strings + sym->st_name;
-      const std::size_t length = ::strnlen(name, strtab->sh_size - sym->st_name);
-      if (length == 0) continue;
+      const std::string_view name = image.name(*strtab, sym->st_name);
+      if (name.empty()) continue;
       result.symbols_.push_back(
           {sym->st_value, sym->st_value + sym->st_size, static_cast<std::uint32_t>(result.names_.size())});
-      result.names_.append(name, length);
+      result.names_.append(name);
       result.names_.push_back('\0');
     }
     break;  // one .symtab per file
