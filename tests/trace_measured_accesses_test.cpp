@@ -258,7 +258,7 @@ TraceBuilder graph_of_two_kernels() {
 // nodes' launches (with the arguments the nodes were made with), kernel1
 // writing the first half of y, kernel2 reading half of y from
 // `read_offset`; `kernel2_graph` is how kernel2's record says it was a
-// graph node ("shared": not measured).
+// graph node ("measured", or "shared" / "unseen": not measured).
 std::string graph_measuring_file(std::uint64_t read_offset, const char* kernel2_graph = "measured") {
   std::vector<json> r = measuring_run_allocations();
   r.insert(r.end(), {{{"t", "launch"},
@@ -310,14 +310,26 @@ TEST(MeasuredRun, AGraphsKernelNodesAreMeasuredAndTheirRaceDecided) {
   EXPECT_EQ(again.raw().measured_nodes.size(), 2U);
 }
 
-TEST(MeasuredRun, AGraphNodeTheMeasuringRunCouldNotTellApartKeepsItsInference) {
+// "shared": not told apart from another node of its launch; "unseen": its
+// grid never found its table. Either way its record's (empty) intervals are
+// not taken for "touched nothing".
+class UnmeasuredGraphNode : public testing::TestWithParam<const char*> {};
+
+TEST_P(UnmeasuredGraphNode, KeepsItsInference) {
   trace::MeasuredJoin join;
-  const trace::RawTrace raw = joined(graph_of_two_kernels(), graph_measuring_file(mib / 2, "shared"), &join);
+  const trace::RawTrace raw =
+      joined(graph_of_two_kernels(), graph_measuring_file(mib / 2, GetParam()), &join);
   EXPECT_EQ(join.joined, 1U);  // kernel1 only; kernel2's slot still counted
   EXPECT_EQ(raw.measured_nodes.size(), 1U);
   const trace::AuditReport r = audit(raw);
   ASSERT_EQ(races(r).size(), 1U);  // kernel2 keeps its inferred reach over all of y
   EXPECT_EQ(races(r)[0]->level, check::severity::warning);
+}
+
+INSTANTIATE_TEST_SUITE_P(MeasuredRun, UnmeasuredGraphNode, testing::Values("shared", "unseen"));
+
+TEST(MeasuredRun, AGraphNodeOfAnUnknownStateIsBadInput) {
+  EXPECT_THROW((void)joined(graph_of_two_kernels(), graph_measuring_file(mib / 2, "partly")), invalid_input);
 }
 
 }  // namespace

@@ -206,12 +206,14 @@ class MeasuringFile {
       pieces(r, "writes", launch.writes);
       launch.ptrs = values(r, "ptrs");
       launch.sptrs = values(r, "sptrs");
-      // A graph's kernel node: "measured", or "shared" (not told apart from another node of its launch).
+      // A graph's kernel node: "measured", or not: "shared" (not told apart
+      // from another node of its launch) or "unseen" (its grid never found
+      // its table).
       const std::string graph = text(r, "graph", "");
-      if (!graph.empty() && graph != "measured" && graph != "shared")
-        throw invalid_input(fmt::format(R"({}:{}: "graph" is neither "measured" nor "shared")", source_,
+      if (!graph.empty() && graph != "measured" && graph != "shared" && graph != "unseen")
+        throw invalid_input(fmt::format(R"({}:{}: "graph" is not "measured", "shared" or "unseen")", source_,
                                         r.value("line", std::uint64_t{0})));
-      launch.measured = graph != "shared";
+      launch.measured = graph.empty() || graph == "measured";
       (graph.empty() ? launches : graph_launches)[text(r, "kernel", "")].push_back(std::move(launch));
       ++count;
     }

@@ -349,6 +349,12 @@ const std::vector<Planted>& planted_apps() {
        "warning",
        {},
        {{"kernel", "keep", "cudaGraphLaunch"}, {"record", "free", "cudaGraphLaunch"}}},
+      // Two nodes of one graph that run the same kernel, told apart by their pointers.
+      {"graph_shared_kernel",
+       "race",
+       "warning",
+       {},
+       {{"kernel", "scale_kernel", "cudaGraphLaunch"}, {"kernel", "scale_kernel", "cudaGraphLaunch"}}},
   };
   return apps;
 }
@@ -553,7 +559,9 @@ void expect_one_line_error(const Outcome& r) {
 
 // `--accesses measured` (tools/measure): the planted kernel and copy races,
 // inferred as possible, are proven (errors, certain) once every launch's
-// bytes are measured, graphs' kernel nodes too; the repaired twins stay clean.
+// bytes are measured, graphs' kernel nodes too (those of one launch that
+// share a kernel included, from its first launch); the repaired twins stay
+// clean.
 class MeasuredRace : public testing::TestWithParam<std::string> {};
 
 TEST_P(MeasuredRace, ProvenWhenMeasuredAndGoneWhenRepaired) {
@@ -588,7 +596,7 @@ TEST_P(MeasuredRace, ProvenWhenMeasuredAndGoneWhenRepaired) {
 
 INSTANTIATE_TEST_SUITE_P(Apps, MeasuredRace,
                          testing::Values("race_kernels", "race_copy", "race_kernels_static", "graph_race",
-                                         "graph_memory_race"),
+                                         "graph_memory_race", "graph_shared_kernel"),
                          [](const testing::TestParamInfo<std::string>& app) { return app.param; });
 
 // --- managed and mapped memory ---------------------------------------------------------------

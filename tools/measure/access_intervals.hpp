@@ -41,8 +41,9 @@ void merge_intervals(std::vector<Interval>& intervals);
 /// launch of `kernel` with address-like argument values `args`: its
 /// intervals as flat [address, bytes, ...] lists, and `args` as the trace's
 /// `ptrs` and `sptrs`. A kernel node of a graph launch says so with `graph`:
-/// "measured", or "shared" (not measured: another node of its launch ran
-/// the same kernel, and the two could not be told apart); empty for a launch.
+/// "measured", or not measured: "shared" (another node of its launch ran
+/// the same kernel, and the two could not be told apart) or "unseen" (its
+/// grid never found its table); empty for a launch.
 void append_launch_record(std::string& line, std::uint64_t seq, std::string_view kernel,
                           const LaunchAccesses& accesses, const inject::PointerArgs& args,
                           std::string_view graph = {});

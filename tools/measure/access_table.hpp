@@ -16,6 +16,7 @@
 // (about 40 KiB) whatever the kernel does.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 // The key functions run in the device patch and on the host alike.
@@ -47,11 +48,15 @@ inline constexpr unsigned max_probes = 16;  ///< linear probing gives up after t
 inline constexpr unsigned mode_read = 0;
 inline constexpr unsigned mode_write = 1;
 
+/// What `kind` says of the memory a patched kernel is handed.
+inline constexpr std::uint32_t kind_table = 0;                     ///< an AccessTable (zeroed, so 0)
+inline constexpr std::uint32_t kind_grid_directory = 0x67726964U;  ///< a GridDirectory
+
 /// What one launch touched. Zeroed before the launch; filled by the device.
 struct AccessTable {
   /// Accesses that found no slot in either table; each widened `hull`.
   std::uint32_t lost;
-  std::uint32_t reserved;
+  std::uint32_t kind;  ///< kind_table
   /// Per mode, the lowest address and the end of the highest of the lost
   /// accesses; kept as the complement of the low end, as in AccessSlot.
   std::uint64_t not_hull_low[2];
@@ -59,6 +64,42 @@ struct AccessTable {
   AccessSlot fine[fine_slots];
   AccessSlot coarse[coarse_slots];
 };
+
+/// Graph kernel nodes of one launch that run the same kernel cannot be
+/// handed tables of their own: the launch's callback data does not tell them
+/// apart, and a kernel's own data is one pointer. So a kernel that runs as a
+/// graph node is handed a directory instead, once for good (when its data is
+/// read does not matter then), and each node's entry is written into it, on
+/// the graph launch's stream, before the graph runs: its grid id (what the
+/// node launch callback and the device's %gridid both give) and its table.
+/// An access whose grid finds no entry lands in `unmatched`, and the host
+/// then marks every node of that kernel in that launch as not measured
+/// rather than guess.
+struct GridEntry {
+  std::uint64_t key;    ///< grid id + 1; 0 while free
+  std::uint64_t table;  ///< the node's AccessTable (device address)
+  /// Set by the device when the node's grid finds the entry (each thread
+  /// looks as it starts): a node whose entry was never found did not run
+  /// with the directory, and its empty table would say "touched nothing"
+  /// wrongly, so it is written as not measured.
+  std::uint64_t seen;
+};
+
+inline constexpr unsigned directory_slots = 4096;  ///< a power of two (the hash masks)
+inline constexpr unsigned unmatched_grid_slots = 4;
+
+struct GridDirectory {
+  std::uint32_t reserved;
+  std::uint32_t kind;  ///< kind_grid_directory: where AccessTable has its `kind`
+  /// The first grids (keys, as in GridEntry) whose accesses found no entry.
+  std::uint64_t unmatched_grids[unmatched_grid_slots];
+  GridEntry entries[directory_slots];
+  AccessTable unmatched;
+};
+
+// The device tells the two apart by `kind` alone.
+static_assert(offsetof(AccessTable, kind) == sizeof(std::uint32_t) &&
+              offsetof(GridDirectory, kind) == sizeof(std::uint32_t));
 
 /// The key of `region` (an address shifted right by the table's shift) in
 /// `mode`: never 0, the free slot's key.

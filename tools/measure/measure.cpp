@@ -63,6 +63,7 @@ struct PatchPoint {
   const char* function;
 };
 constexpr PatchPoint patch_points[] = {
+    {SANITIZER_INSTRUCTION_BLOCK_ENTER, "OverlapBlockEnter"},
     {SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, "OverlapGlobalAccess"},
     {SANITIZER_INSTRUCTION_MEMCPY_ASYNC, "OverlapMemcpyAsync"},
     {SANITIZER_INSTRUCTION_BULK_COPY_GLOBAL_TO_SHARED, "OverlapBulkGlobalToShared"},
@@ -87,7 +88,22 @@ struct PendingLaunch {
   std::string kernel;
   inject::PointerArgs args;  ///< its address-like argument values, which the join anchors ranges to
   bool graph = false;        ///< a kernel node of a graph launch
-  bool shared = false;       ///< a graph node whose table another node of its launch shared: not measured
+  /// A graph node's: the directory in which its grid finds `table`.
+  GridDirectory* directory = nullptr;
+  std::uint64_t grid = 0;  ///< a graph node's grid id
+  unsigned entry = 0;      ///< and its entry's slot in `directory`
+  /// A graph node not told apart from another node of its launch (no room
+  /// in the directory, or accesses that found no entry): not measured.
+  bool shared = false;
+  /// A graph node whose grid never found its entry: not measured.
+  bool unseen = false;
+};
+
+/// A graph launch whose kernel nodes are being set up.
+struct GraphLaunch {
+  CUgraphExec exec = nullptr;
+  std::uint32_t id = 0;
+  bool operator==(const GraphLaunch&) const = default;
 };
 
 /// The argument array of the launch call in progress on this thread, seen
@@ -209,9 +225,11 @@ class Measurer {
       on_resource(cbid, data);
     } else if (domain == SANITIZER_CB_DOMAIN_LAUNCH && cbid == SANITIZER_CBID_LAUNCH_BEGIN) {
       const auto& launch = *static_cast<const Sanitizer_LaunchData*>(data);
-      launch_begin(launch, launch.hStream, launch_arguments, /*graph=*/false);
+      launch_begin(launch, launch.hStream, launch_arguments, nullptr);
     } else if (domain == SANITIZER_CB_DOMAIN_GRAPHS && cbid == SANITIZER_CBID_GRAPHS_NODE_LAUNCH_BEGIN) {
       graph_node_launch(*static_cast<const Sanitizer_GraphNodeLaunchData*>(data));
+    } else if (domain == SANITIZER_CB_DOMAIN_GRAPHS && cbid == SANITIZER_CBID_GRAPHS_GRAPHEXEC_CREATED) {
+      graph_exec_created(*static_cast<const Sanitizer_GraphExecData*>(data));
     } else if (domain == SANITIZER_CB_DOMAIN_SYNCHRONIZE) {
       const auto& sync = *static_cast<const Sanitizer_SynchronizeData*>(data);
       const std::lock_guard lock(mutex_);
@@ -293,6 +311,12 @@ class Measurer {
         read_where([&](const PendingLaunch& p) { return p.context == c.context; });
         for (AccessTable* t : spare_[c.context]) (void)sanitizerFree(c.context, t);
         spare_.erase(c.context);
+        setup_streams_.erase(c.context);  // destroyed with the context
+        std::erase_if(directories_, [&](const auto& d) {
+          if (d.second.context != c.context) return false;
+          (void)sanitizerFree(c.context, d.second.device);
+          return true;
+        });
         patched_contexts_.erase(c.context);
         break;
       }
@@ -335,18 +359,22 @@ class Measurer {
   }
 
   // A kernel node of a graph being launched: measured as a launch, its
-  // table zeroed on and read with the graph launch's stream (the node runs
-  // on one of the driver's), its arguments the node's own. Graph uploads
-  // set nothing up: the launch that follows does.
+  // table read with the graph launch's stream (the node runs on one of the
+  // driver's), its arguments the node's own. Graph uploads set nothing up:
+  // the launch that follows does.
+  //
+  // What a node needs is written before its callback returns, on a stream
+  // of this library's, not on the graph launch's stream ahead of the
+  // graph: in a graph's first launch under lazy module loading, nodes ran
+  // while the callbacks of later ones were still writing there (seen on an
+  // H100: a node's accesses found no table, and others' tables were zeroed
+  // after they ran).
   //
   // A launch's callback data does not tell a graph's nodes apart: the
   // nodes a graph launch runs on one stream all took the table set last
-  // for that stream (seen on an H100 and an H200, CUDA 13.0). So each node
-  // gets its table through its kernel (sanitizerSetCallbackData), which the
-  // launch takes when it is submitted, after these callbacks; where two
-  // nodes of one launch run the same kernel they would share it, and both
-  // are written as not measured (`shared`): they keep their inferred
-  // accesses, and the join still counts them.
+  // for that stream (seen on an H100 and an H200, CUDA 13.0). So the node's
+  // kernel holds a directory (access_table.hpp) in which the node's grid
+  // finds its table.
   void graph_node_launch(const Sanitizer_GraphNodeLaunchData& node) {
     if (node.isGraphUpload != 0) return;
     if (node.nodeType == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
@@ -365,24 +393,17 @@ class Measurer {
       return;
     }
     if (node.nodeType != CU_GRAPH_NODE_TYPE_KERNEL) return;
-    {
-      const std::lock_guard lock(mutex_);
-      if (node.graphExec != graph_exec_ || node.launchId != graph_launch_) {
-        graph_exec_ = node.graphExec;
-        graph_launch_ = node.launchId;
-        graph_kernels_.clear();
-      }
-    }
     CUDA_KERNEL_NODE_PARAMS params{};
     own_driver_calls = true;
     const bool known = cuGraphKernelNodeGetParams(node.node, &params) == CUDA_SUCCESS;
     own_driver_calls = false;
-    launch_begin(node.launchData, node.launchData.hApiStream, known ? params.kernelParams : nullptr,
-                 /*graph=*/true);
+    const GraphLaunch graph{node.graphExec, node.launchId};
+    launch_begin(node.launchData, node.launchData.hApiStream, known ? params.kernelParams : nullptr, &graph);
   }
 
+  /// The start of a launch, or of a kernel node of `graph`.
   void launch_begin(const Sanitizer_LaunchData& launch, Sanitizer_StreamHandle stream, void** arguments,
-                    bool graph) {
+                    const GraphLaunch* graph) {
     const std::lock_guard lock(mutex_);
     if (!exit_hook_) {
       // Registered now, after the CUDA runtime's own exit handler (which
@@ -402,33 +423,164 @@ class Measurer {
       read_range(pending_.begin(), pending_.begin() + oldest);
     }
     AccessTable* table = take_table(launch.context);
+    PendingLaunch pending{
+        launch.context,  stream, table, seq, launch.functionName != nullptr ? launch.functionName : "", {},
+        graph != nullptr};
+    // A launch's table is zeroed on its stream, ahead of it; a graph node's
+    // before the callback returns (graph_node_launch says why).
+    const Sanitizer_StreamHandle setup = graph != nullptr ? setup_stream(launch.context) : stream;
     const auto link = [&] {
-      return graph
-                 ? ok(sanitizerSetCallbackData(launch.function, table), "sanitizerSetCallbackData")
+      return graph != nullptr
+                 ? file_in_directory(launch, setup, *graph, pending) &&
+                       ok(sanitizerStreamSynchronize(setup), "sanitizerStreamSynchronize")
                  : ok(sanitizerSetLaunchCallbackData(launch.hLaunch, launch.function, launch.hStream, table),
                       "sanitizerSetLaunchCallbackData");
     };
-    if (table == nullptr || !ok(sanitizerMemset(table, 0, sizeof(AccessTable), stream), "sanitizerMemset") ||
-        !link()) {
+    if (table == nullptr || setup == nullptr ||
+        !ok(sanitizerMemset(table, 0, sizeof(AccessTable), setup), "sanitizerMemset") || !link()) {
       if (table != nullptr) spare_[launch.context].push_back(table);
       ++stats_.skipped;
       return;
     }
-    PendingLaunch pending{
-        launch.context, stream, table, seq, launch.functionName != nullptr ? launch.functionName : "", {},
-        graph};
     if (arguments != nullptr)
       inject::append_argument_values(layout_of(launch.function), arguments, pending.args);
-    if (graph) {
-      // A second node of this launch with the same kernel: neither is measured.
-      const auto [first, inserted] = graph_kernels_.try_emplace(launch.function, seq);
-      if (!inserted) {
-        pending.shared = true;
-        for (PendingLaunch& p : pending_) p.shared = p.shared || p.seq == first->second;
-      }
-    }
     pending_.push_back(std::move(pending));
     ++stats_.launches;
+  }
+
+  /// A kernel's directory of its graph nodes' tables, and what the host
+  /// wrote into it for the launch it serves now.
+  struct Directory {
+    GridDirectory* device = nullptr;
+    CUcontext context = nullptr;
+    GraphLaunch serving;
+    std::vector<std::uint64_t> keys;  ///< the entries' keys, as written
+  };
+
+  /// This library's stream in `context`, for writes that must land before
+  /// the callback returns (made the first time; null where that failed).
+  Sanitizer_StreamHandle setup_stream(CUcontext context) {
+    auto it = setup_streams_.find(context);
+    if (it != setup_streams_.end()) return it->second;
+    own_driver_calls = true;
+    CUstream created = nullptr;
+    Sanitizer_StreamHandle handle = nullptr;
+    if (cuCtxPushCurrent(context) == CUDA_SUCCESS) {
+      if (cuStreamCreate(&created, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) created = nullptr;
+      CUcontext popped = nullptr;
+      (void)cuCtxPopCurrent(&popped);
+    }
+    own_driver_calls = false;
+    if (created == nullptr ||
+        !ok(sanitizerGetStreamHandle(context, created, &handle), "sanitizerGetStreamHandle"))
+      return nullptr;
+    setup_streams_.emplace(context, handle);
+    return handle;
+  }
+
+  /// The directory of `function` (of `context`), made and handed to the
+  /// kernel the first time (zeroed on `stream`, which the caller
+  /// synchronizes); null where that failed.
+  Directory* directory_of(CUfunction function, CUcontext context, Sanitizer_StreamHandle stream) {
+    auto [it, created] = directories_.try_emplace(function);
+    if (!created) return &it->second;
+    void* memory = nullptr;
+    // The kernel holds the directory for good, so when the driver reads a
+    // kernel's data does not matter.
+    if (!ok(sanitizerAlloc(context, &memory, sizeof(GridDirectory)), "sanitizerAlloc") ||
+        !ok(sanitizerMemset(memory, 0, sizeof(GridDirectory), stream), "sanitizerMemset") ||
+        !ok(sanitizerSetCallbackData(function, memory), "sanitizerSetCallbackData")) {
+      if (memory != nullptr) (void)sanitizerFree(context, memory);
+      directories_.erase(it);
+      return nullptr;
+    }
+    Directory& d = it->second;
+    d.device = static_cast<GridDirectory*>(memory);
+    d.context = context;
+    d.keys.assign(directory_slots, 0);
+    return &d;
+  }
+
+  // A graph being instantiated: its kernels get their directories now,
+  // before any of its launches, so that no node can run with the data its
+  // kernel had before.
+  void graph_exec_created(const Sanitizer_GraphExecData& exec) {
+    if (exec.isDeviceLaunch != 0 || exec.graph == nullptr) return;
+    CUcontext context = nullptr;
+    own_driver_calls = true;
+    std::vector<CUfunction> kernels;
+    kernels_of(exec.graph, kernels, 0);
+    const bool current = cuCtxGetCurrent(&context) == CUDA_SUCCESS && context != nullptr;
+    own_driver_calls = false;
+    if (!current) return;
+    const std::lock_guard lock(mutex_);
+    if (!patched_contexts_.contains(context)) return;
+    const Sanitizer_StreamHandle setup = setup_stream(context);
+    if (setup == nullptr) return;
+    for (CUfunction f : kernels) (void)directory_of(f, context, setup);
+    (void)ok(sanitizerStreamSynchronize(setup), "sanitizerStreamSynchronize");
+  }
+
+  /// The kernels of `graph`'s kernel nodes, child graphs' included.
+  static void kernels_of(CUgraph graph, std::vector<CUfunction>& out, int depth) {
+    std::size_t count = 0;
+    if (depth > 8 || cuGraphGetNodes(graph, nullptr, &count) != CUDA_SUCCESS || count == 0) return;
+    std::vector<CUgraphNode> nodes(count);
+    if (cuGraphGetNodes(graph, nodes.data(), &count) != CUDA_SUCCESS) return;
+    nodes.resize(count);
+    for (CUgraphNode node : nodes) {
+      CUgraphNodeType type{};
+      if (cuGraphNodeGetType(node, &type) != CUDA_SUCCESS) continue;
+      if (type == CU_GRAPH_NODE_TYPE_KERNEL) {
+        CUDA_KERNEL_NODE_PARAMS params{};
+        if (cuGraphKernelNodeGetParams(node, &params) == CUDA_SUCCESS && params.func != nullptr &&
+            std::find(out.begin(), out.end(), params.func) == out.end())
+          out.push_back(params.func);
+      } else if (type == CU_GRAPH_NODE_TYPE_GRAPH) {
+        CUgraph child = nullptr;
+        if (cuGraphChildGraphNodeGetGraph(node, &child) == CUDA_SUCCESS) kernels_of(child, out, depth + 1);
+      }
+    }
+  }
+
+  /// Files `pending`'s table in its kernel's directory under the node's
+  /// grid id, on `stream` ahead of the graph; false where the directory
+  /// could not be set up (the node is then not measured). A directory full
+  /// of this launch's nodes leaves the node out, marked `shared`.
+  bool file_in_directory(const Sanitizer_LaunchData& launch, Sanitizer_StreamHandle stream,
+                         const GraphLaunch& graph, PendingLaunch& pending) {
+    Directory* found = directory_of(launch.function, launch.context, stream);
+    if (found == nullptr) return false;
+    Directory& d = *found;
+    if (!(d.serving == graph)) {
+      // A new launch: the nodes of the one before are read first (their
+      // tables and what went unmatched), then the directory is emptied.
+      read_where([&](const PendingLaunch& p) { return p.directory == d.device; });
+      std::uint32_t head[2] = {0, kind_grid_directory};  // staged as the call returns
+      if (!ok(sanitizerMemset(d.device, 0, sizeof(GridDirectory), stream), "sanitizerMemset") ||
+          !ok(sanitizerMemcpyHostToDeviceAsync(d.device, head, sizeof(head), stream),
+              "sanitizerMemcpyHostToDeviceAsync")) {
+        d.serving = {};
+        return false;
+      }
+      d.serving = graph;
+      std::fill(d.keys.begin(), d.keys.end(), 0);
+    }
+    pending.directory = d.device;
+    pending.grid = launch.gridId;
+    const std::uint64_t key = launch.gridId + 1U;
+    const unsigned first = first_slot(key, directory_slots);
+    for (unsigned probe = 0; probe < directory_slots; ++probe) {
+      const unsigned at = (first + probe) & (directory_slots - 1U);
+      if (d.keys[at] != 0) continue;
+      d.keys[at] = key;
+      pending.entry = at;
+      GridEntry entry{key, reinterpret_cast<std::uint64_t>(pending.table), 0};  // staged as the call returns
+      return ok(sanitizerMemcpyHostToDeviceAsync(&d.device->entries[at], &entry, sizeof(entry), stream),
+                "sanitizerMemcpyHostToDeviceAsync");
+    }
+    pending.shared = true;  // its accesses land in `unmatched`, which marks the others too
+    return true;
   }
 
   /// The parameter sizes of `function`, asked of the driver once.
@@ -467,19 +619,69 @@ class Measurer {
   /// writes their records and removes them from pending_.
   void read_range(std::vector<PendingLaunch>::iterator first, std::vector<PendingLaunch>::iterator last) {
     std::string line;
+    // Per directory: whether every access found its grid, and which entries were found.
+    std::unordered_map<GridDirectory*, std::pair<bool, std::vector<GridEntry>>> directories;
     for (auto it = first; it != last; ++it) {
+      if (it->directory != nullptr) {
+        auto [d, unread] = directories.try_emplace(it->directory);
+        if (unread) d->second = read_directory(*it, first, last, line);
+        it->shared = it->shared || !d->second.first;
+        it->unseen = !it->shared && (d->second.second.empty() || d->second.second[it->entry].seen == 0);
+      }
       if (ok(sanitizerMemcpyDeviceToHost(scratch_.get(), it->table, sizeof(AccessTable), it->stream),
              "sanitizerMemcpyDeviceToHost")) {
-        append_launch_record(line, it->seq, it->kernel, it->shared ? LaunchAccesses{} : read_table(*scratch_),
+        const bool measured = !it->shared && !it->unseen;
+        append_launch_record(line, it->seq, it->kernel, measured ? read_table(*scratch_) : LaunchAccesses{},
                              it->args,
                              !it->graph   ? ""
                              : it->shared ? "shared"
+                             : it->unseen ? "unseen"
                                           : "measured");
       }
       spare_[it->context].push_back(it->table);
     }
     pending_.erase(first, last);
     write(line);
+  }
+
+  /// Reads `node`'s directory: whether every access of the nodes filed
+  /// there found its grid's table, and the entries (empty where they could
+  /// not be read). Where some grid found no entry, or some node's grid never
+  /// found its own, an `unmatched` record names the grids the device ran
+  /// without an entry, those the host filed (the nodes among [first, last)
+  /// are all that were) and those never found, for whoever looks into it.
+  std::pair<bool, std::vector<GridEntry>> read_directory(const PendingLaunch& node,
+                                                         std::vector<PendingLaunch>::iterator first,
+                                                         std::vector<PendingLaunch>::iterator last,
+                                                         std::string& line) {
+    std::uint64_t keys[unmatched_grid_slots] = {};
+    std::vector<GridEntry> entries(directory_slots);
+    if (!ok(sanitizerMemcpyDeviceToHost(keys, node.directory->unmatched_grids, sizeof(keys), node.stream),
+            "sanitizerMemcpyDeviceToHost") ||
+        !ok(sanitizerMemcpyDeviceToHost(entries.data(), node.directory->entries,
+                                        sizeof(GridEntry) * directory_slots, node.stream),
+            "sanitizerMemcpyDeviceToHost"))
+      return {false, {}};
+    std::vector<std::uint64_t> ran;
+    for (const std::uint64_t key : keys) {
+      if (key != 0) ran.push_back(key - 1U);
+    }
+    std::vector<std::uint64_t> filed;
+    std::vector<std::uint64_t> unseen;
+    for (auto it = first; it != last; ++it) {
+      if (it->directory != node.directory) continue;
+      filed.push_back(it->grid);
+      if (entries[it->entry].seen == 0) unseen.push_back(it->grid);
+    }
+    if (!ran.empty() || !unseen.empty()) {
+      inject::JsonLine(line, "unmatched")
+          .string("kernel", node.kernel)
+          .numbers("grids", ran)
+          .numbers("filed", filed)
+          .numbers("unseen", unseen)
+          .finish();
+    }
+    return {ran.empty(), std::move(entries)};
   }
 
   bool ok(SanitizerResult result, const char* what) {
@@ -515,11 +717,8 @@ class Measurer {
   std::unordered_map<CUcontext, std::vector<AccessTable*>> spare_;
   std::unordered_map<CUfunction, std::vector<std::uint32_t>> layouts_;  // dropped with their modules
   std::vector<PendingLaunch> pending_;
-  // The graph launch whose kernel nodes are being set up, and the seq of
-  // each of its kernels' first node.
-  CUgraphExec graph_exec_ = nullptr;
-  std::uint32_t graph_launch_ = 0;
-  std::unordered_map<CUfunction, std::uint64_t> graph_kernels_;
+  std::unordered_map<CUfunction, Directory> directories_;  ///< of the kernels that ran as graph nodes
+  std::unordered_map<CUcontext, Sanitizer_StreamHandle> setup_streams_;
   std::uint64_t next_seq_ = 0;
   bool exit_hook_ = false;
   bool finished_ = false;
@@ -568,9 +767,9 @@ __attribute__((constructor)) void start_when_preloaded() {
   for (const auto& [domain, cbid] : graph_launch_calls) {
     if (r == SANITIZER_SUCCESS) r = sanitizerEnableCallback(1, subscriber, domain, cbid);
   }
-  if (r == SANITIZER_SUCCESS)
-    r = sanitizerEnableCallback(1, subscriber, SANITIZER_CB_DOMAIN_GRAPHS,
-                                SANITIZER_CBID_GRAPHS_NODE_LAUNCH_BEGIN);
+  for (const auto cbid : {SANITIZER_CBID_GRAPHS_NODE_LAUNCH_BEGIN, SANITIZER_CBID_GRAPHS_GRAPHEXEC_CREATED}) {
+    if (r == SANITIZER_SUCCESS) r = sanitizerEnableCallback(1, subscriber, SANITIZER_CB_DOMAIN_GRAPHS, cbid);
+  }
   if (r != SANITIZER_SUCCESS) {
     const char* text = nullptr;
     if (sanitizerGetResultString(r, &text) != SANITIZER_SUCCESS || text == nullptr) text = "unknown error";

@@ -80,9 +80,42 @@ __device__ void record(AccessTable& t, std::uint64_t address, std::uint32_t size
   }
 }
 
+/// The table of the grid running this code: `userdata` itself, or, for a
+/// graph's kernel node, the table its directory files under this grid's id
+/// (the directory's `unmatched` table where there is none, with the grid
+/// noted among the first few such).
+__device__ AccessTable& table_of(void* userdata) {
+  using namespace overlap::measure;
+  if (static_cast<const volatile std::uint32_t*>(userdata)[1] != kind_grid_directory)
+    return *static_cast<AccessTable*>(userdata);
+  auto& directory = *static_cast<GridDirectory*>(userdata);
+  std::uint64_t grid = 0;
+  asm("mov.u64 %0, %%gridid;" : "=l"(grid));
+  const std::uint64_t key = grid + 1U;
+  const unsigned first = first_slot(key, directory_slots);
+  for (unsigned probe = 0; probe < directory_slots; ++probe) {
+    volatile GridEntry& entry = directory.entries[(first + probe) & (directory_slots - 1U)];
+    const std::uint64_t held = entry.key;
+    if (held == key) {
+      if (entry.seen == 0) entry.seen = 1;
+      return *reinterpret_cast<AccessTable*>(entry.table);
+    }
+    if (held == 0) break;
+  }
+  for (std::uint64_t& slot : directory.unmatched_grids) {
+    const unsigned long long held = *static_cast<volatile unsigned long long*>(as_ull(&slot));
+    if (held == key) break;
+    if (held == 0) {
+      const unsigned long long was = atomicCAS(as_ull(&slot), 0ULL, static_cast<unsigned long long>(key));
+      if (was == 0 || was == key) break;
+    }
+  }
+  return directory.unmatched;
+}
+
 __device__ void record_flags(void* userdata, void* ptr, std::uint32_t size, std::uint32_t flags) {
   if (userdata == nullptr || (flags & flag_prefetch) != 0) return;
-  auto& t = *static_cast<AccessTable*>(userdata);
+  AccessTable& t = table_of(userdata);
   const auto address = reinterpret_cast<std::uint64_t>(ptr);
   // An atomic both reads and writes; an access with neither flag is taken as a read.
   if ((flags & flag_write) != 0) record(t, address, size, overlap::measure::mode_write);
@@ -91,6 +124,16 @@ __device__ void record_flags(void* userdata, void* ptr, std::uint32_t size, std:
 }
 
 }  // namespace
+
+/// Each thread's start: a graph node's grid finds its entry (marking it
+/// seen) even where it makes no access, so that "touched nothing" is told
+/// from "never found its table".
+extern "C" __device__ __noinline__ int OverlapBlockEnter(void* userdata, std::uint64_t /*pc*/) {
+  if (userdata != nullptr &&
+      static_cast<const volatile std::uint32_t*>(userdata)[1] == overlap::measure::kind_grid_directory)
+    (void)table_of(userdata);
+  return patch_success;
+}
 
 /// Every load, store and atomic to global memory.
 extern "C" __device__ __noinline__ int OverlapGlobalAccess(void* userdata, std::uint64_t /*pc*/, void* ptr,
