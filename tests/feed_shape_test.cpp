@@ -43,8 +43,9 @@ void expect_at(const S& s, double start, double end, const std::string& what) {
 }
 
 // Ping-pong, 3 items, every stage 1 ms.
-FeedShape ping_pong() {
+FeedShape ping_pong(feed_streams streams = feed_streams::by_slot) {
   FeedShape shape;
+  shape.streams = streams;
   shape.slots = 2;
   shape.items = {{1'000'000, 1'000'000}, {1'000'000, 1'000'000}, {1'000'000, 1'000'000}};
   shape.producer_time = 1.0;
@@ -53,7 +54,7 @@ FeedShape ping_pong() {
   return shape;
 }
 
-TEST(FeedShape, PingPongOnAHandComputedTimeline) {
+TEST(FeedShape, PingPongBySlotOnAHandComputedTimeline) {
   const Program p = make_feed_program(ping_pong());
   EXPECT_EQ(p.streams().size(), 3U);  // two slots and the consumer
   const Timeline t = sim::simulate(p, DeviceModel::preset("unit"));
@@ -88,6 +89,31 @@ TEST(FeedShape, PingPongOnAHandComputedTimeline) {
   expect_at(span_named(u, "D2H", 2), 7.0, 8.0, "D2H 2 after the slow consumer of item 0");
 }
 
+TEST(FeedShape, PingPongByStageOnAHandComputedTimeline) {
+  const Program p = make_feed_program(ping_pong(feed_streams::by_stage));
+  EXPECT_EQ(p.streams().size(), 4U);                       // upload, compute, download and the consumer
+  EXPECT_EQ(FeedShape{}.streams, feed_streams::by_stage);  // the default, as the Feed's
+  const Timeline t = sim::simulate(p, DeviceModel::preset("unit"));
+  // Items 0 and 1 as by slot, their stages on three streams.
+  expect_at(span_named(t, "H2D", 0), 1.0, 2.0, "H2D 0");
+  expect_at(span_named(t, "Kernel", 0), 2.0, 3.0, "kernel 0");
+  expect_at(span_named(t, "D2H", 0), 3.0, 4.0, "D2H 0");
+  expect_at(span_named(t, "H2D", 1), 2.0, 3.0, "H2D 1");
+  expect_at(span_named(t, "Kernel", 1), 3.0, 4.0, "kernel 1");
+  expect_at(span_named(t, "D2H", 1), 4.0, 5.0, "D2H 1");
+  expect_at(span_named(t, "Consume", 1), 5.0, 6.0, "consume 1");
+  // Item 2 reuses slot 0: uploaded once item 0's kernel is done with the
+  // slot's device input (at 3), not once its download is (at 4); its kernel
+  // waits for item 0's download (at 4), its download for the consumer of
+  // item 0 (at 5): one stage earlier than by slot.
+  expect_at(produce_span(t, p, 2), 2.0, 3.0, "produce 2");
+  expect_at(span_named(t, "H2D", 2), 3.0, 4.0, "H2D 2");
+  expect_at(span_named(t, "Kernel", 2), 4.0, 5.0, "kernel 2");
+  expect_at(span_named(t, "D2H", 2), 5.0, 6.0, "D2H 2");
+  expect_at(span_named(t, "Consume", 2), 6.0, 7.0, "consume 2");
+  EXPECT_NEAR(t.total(), 7.0, 1e-9);
+}
+
 TEST(FeedShape, AProducerSlowerThanTheGpuSetsThePace) {
   FeedShape shape = ping_pong();
   shape.items.assign(10, FeedItem{1'000'000, 1'000'000});
@@ -98,8 +124,10 @@ TEST(FeedShape, AProducerSlowerThanTheGpuSetsThePace) {
   EXPECT_NEAR(t.total(), 10 * 5.0 + 4.0, 1e-9);
 }
 
-TEST(FeedShape, TheProgramIsRaceFreeAndRacyWithoutItsBackpressureWaits) {
-  FeedShape shape = ping_pong();
+class FeedLayout : public testing::TestWithParam<feed_streams> {};
+
+TEST_P(FeedLayout, TheProgramIsRaceFreeAndRacyWithoutItsBackpressureWaits) {
+  FeedShape shape = ping_pong(GetParam());
   shape.items.assign(6, FeedItem{4096, 2048});
   const Program p = make_feed_program(shape);
   EXPECT_TRUE(check::find_races(p).races.empty());
@@ -122,6 +150,37 @@ TEST(FeedShape, TheProgramIsRaceFreeAndRacyWithoutItsBackpressureWaits) {
   EXPECT_TRUE(input_race);
   EXPECT_TRUE(output_race);
 }
+
+// By stage, the device buffers are guarded by waits between the streams:
+// without them, item k + 2's upload and kernel race with item k's kernel
+// and download.
+TEST(FeedShape, ByStageTheDeviceBuffersNeedTheWaitsBetweenStreams) {
+  FeedShape shape = ping_pong(feed_streams::by_stage);
+  shape.items.assign(6, FeedItem{4096, 2048});
+  const Program p = make_feed_program(shape);
+  Program unguarded = p.without_ops();
+  for (const Op& op : p.ops()) {
+    const std::string event = op.event ? p.events()[*op.event] : std::string();
+    const bool guard = op.kind == op_kind::stream_wait_event &&
+                       (event.starts_with("computed_") || event.starts_with("ready_"));
+    if (!guard || op.stream == p.streams().size() - 1) unguarded.append(op);  // the consumer's waits stay
+  }
+  bool d_in_race = false;
+  bool d_out_race = false;
+  for (const check::Race& r : check::find_races(unguarded).races) {
+    d_in_race = d_in_race || r.buffer.starts_with("d_in_");
+    d_out_race = d_out_race || r.buffer.starts_with("d_out_");
+  }
+  EXPECT_TRUE(d_in_race);
+  EXPECT_TRUE(d_out_race);
+}
+
+INSTANTIATE_TEST_SUITE_P(FeedShape, FeedLayout,
+                         testing::Values(feed_streams::by_stage, feed_streams::by_slot),
+                         [](const testing::TestParamInfo<feed_streams>& layout) {
+                           return layout.param == feed_streams::by_stage ? std::string("ByStage")
+                                                                         : std::string("BySlot");
+                         });
 
 TEST(FeedShape, ItemsWithoutOutputHaveNoDownload) {
   FeedShape shape = ping_pong();

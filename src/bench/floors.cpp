@@ -1,5 +1,6 @@
 // What no schedule beats. The transfer-bound floor is the link's: its peak
-// rates, measured by a size sweep in this run (link_sweep.cpp). The
+// rates, measured by a size sweep in this run (link_sweep.cpp); beside it
+// the chunked floor, what no chunked pipeline beats (link_floor.hpp). The
 // whole-buffer copies (H2D alone, D2H alone, both at once) are measured for
 // information: their times include each copy's start-up. The kernel alone
 // is the compute-bound floor, and the simulator's kernel cost in the report.
@@ -58,6 +59,10 @@ void workload_bench::measure_floors(workload_result& result) {
         return whole();
       },
       false));
+  if (result.link && result.link->points.size() >= 2) {
+    result.link->chunked = make_chunked_floor(result.link->points, bytes_, bytes_,
+                                              result.floor(variant_kind::floor_kernel).device_ms.median);
+  }
 }
 
 }  // namespace overlap::bench::detail

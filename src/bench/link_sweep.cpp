@@ -19,7 +19,11 @@ link_floor measure_link_floor(const link_sweep& sweep, std::size_t bytes_in, std
   options.train_bytes = sweep.train_bytes;
   options.reps = sweep.reps;
   const probe::link_peaks peaks = probe::measure_link_peaks(options);
-  return make_link_floor(peak_of(peaks.h2d), peak_of(peaks.d2h), peak_of(peaks.both), bytes_in, bytes_out);
+  link_floor floor =
+      make_link_floor(peak_of(peaks.h2d), peak_of(peaks.d2h), peak_of(peaks.both), bytes_in, bytes_out);
+  for (const probe::link_point& p : peaks.points)
+    floor.points.push_back({p.bytes, p.h2d_ms, p.d2h_ms, p.both_ms});
+  return floor;
 }
 
 }  // namespace overlap::bench::detail

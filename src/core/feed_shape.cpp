@@ -49,6 +49,14 @@ struct slot_events {
   event_id in_free;   // the slot's upload is done: the host may produce into it
   event_id ready;     // the slot's download is done: the consumer may read it
   event_id out_free;  // the consumer is done with the slot's output
+  event_id computed;  // by stage: the slot's kernel is done with its device buffers
+};
+
+// Where one stage of every item goes, by stage or by slot.
+struct item_streams {
+  stream_id upload;
+  stream_id compute;
+  stream_id download;
 };
 
 }  // namespace
@@ -58,19 +66,28 @@ Program make_feed_program(const FeedShape& shape) {
   Program p;
   p.name = shape.name;
   p.time_unit = shape.time_unit;
-  std::vector<stream_id> streams;
+  const bool by_stage = shape.streams == feed_streams::by_stage;
+  std::vector<item_streams> streams;
   std::vector<slot_events> events;
+  if (by_stage) {
+    streams.push_back({p.add_stream("Upload", shape.kind), p.add_stream("Compute", shape.kind),
+                       p.add_stream("Download", shape.kind)});
+  }
   for (std::uint32_t s = 0; s < shape.slots; ++s) {
-    streams.push_back(p.add_stream(fmt::format("Slot{}", s), shape.kind));
+    if (!by_stage) {
+      const stream_id own = p.add_stream(fmt::format("Slot{}", s), shape.kind);
+      streams.push_back({own, own, own});
+    }
     events.push_back({p.add_event(fmt::format("in_free_{}", s)), p.add_event(fmt::format("ready_{}", s)),
-                      p.add_event(fmt::format("out_free_{}", s))});
+                      p.add_event(fmt::format("out_free_{}", s)),
+                      by_stage ? p.add_event(fmt::format("computed_{}", s)) : event_id{}});
   }
   const stream_id consumer = p.add_stream("consumer", shape.kind);
   const bool declare = shape.declare_accesses;
   for (std::size_t k = 0; k < shape.items.size(); ++k) {
     const auto s = static_cast<std::uint32_t>(k % shape.slots);
     const FeedItem& item = shape.items[k];
-    const stream_id stream = streams[s];
+    const item_streams& on = streams[by_stage ? 0 : s];
     const slot_events& e = events[s];
     const std::string in = fmt::format("in_{}", s);
     const std::string d_in = fmt::format("d_in_{}", s);
@@ -83,30 +100,39 @@ Program make_feed_program(const FeedShape& shape) {
     p.last().label = "Produce";
     describe(p.last(), k, {access(in, item.bytes_in, access_mode::write)}, declare);
 
-    p.copy(stream, copy_direction::h2d, item.bytes_in);
+    if (by_stage && reused) p.wait(on.upload, e.computed);
+    p.copy(on.upload, copy_direction::h2d, item.bytes_in);
     p.last().label = "H2D";
     describe(p.last(), k,
              {access(in, item.bytes_in, access_mode::read), access(d_in, item.bytes_in, access_mode::write)},
              declare);
-    p.record(e.in_free, stream);
+    p.record(e.in_free, on.upload);
 
-    p.kernel(stream, shape.kernel_cost ? shape.kernel_cost->time(item.bytes_in) : shape.kernel_time);
+    if (by_stage) {
+      p.wait(on.compute, e.in_free);
+      if (reused) p.wait(on.compute, e.ready);
+    }
+    p.kernel(on.compute, shape.kernel_cost ? shape.kernel_cost->time(item.bytes_in) : shape.kernel_time);
     p.last().label = "Kernel";
     describe(
         p.last(), k,
         {access(d_in, item.bytes_in, access_mode::read), access(d_out, item.bytes_out, access_mode::write)},
         declare);
+    if (by_stage) {
+      p.record(e.computed, on.compute);
+      p.wait(on.download, e.computed);
+    }
 
     if (reused) p.synchronize_event(e.out_free);
     if (item.bytes_out > 0) {
-      p.copy(stream, copy_direction::d2h, item.bytes_out);
+      p.copy(on.download, copy_direction::d2h, item.bytes_out);
       p.last().label = "D2H";
       describe(
           p.last(), k,
           {access(d_out, item.bytes_out, access_mode::read), access(out, item.bytes_out, access_mode::write)},
           declare);
     }
-    p.record(e.ready, stream);
+    p.record(e.ready, on.download);
 
     p.wait(consumer, e.ready);
     p.host_function(consumer, shape.consumer_time);

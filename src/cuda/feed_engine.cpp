@@ -16,11 +16,17 @@
 // the producer, so a producer slower than the GPU sets the pace alone; it
 // costs one more thread hand-off per item.
 //
-// Each slot's stream runs on its own. Measured on an H100 with 4 MiB frames
-// (bench/RESULTS.md, issue 12 parts 2 and 3) and dropped: chaining every
-// upload to the one before it, and every download (slower: each wait
-// across streams delays the next copy); a second stream per slot so that
-// the slot's next upload need not queue behind its download (no faster).
+// By stage (the default), every upload goes on one stream, every stage on
+// a second and every download on a third, with the slot's events between
+// (FeedShape draws the same): item k's upload waits on the device for item
+// k - N's stage only, not its download, and each copy engine is fed from a
+// single stream, as in the fastest hand-written loop the bench knows (on
+// an H100, 4 MiB frames: 1.5% faster than a stream per slot, bench/
+// RESULTS.md, issue 38 part 4). By slot (and for graphs per slot, which
+// replay each slot's work on its stream), each slot's stream runs on its
+// own; measured then and dropped (issue 12 parts 2 and 3): a second stream
+// per slot so that the slot's next upload need not queue behind its
+// download (no faster).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -126,6 +132,7 @@ struct feed_slot {
         device_in(in_bytes, s.view()),
         device_out(out_bytes, s.view()),
         uploaded(event_timing::disabled, events_for(how)),
+        computed(event_timing::disabled, event_wait::spin),
         ready(event_timing::disabled, events_for(how)) {}
 
   pinned_buffer<std::byte> host_in;
@@ -134,12 +141,17 @@ struct feed_slot {
   device_buffer<std::byte> device_in;
   device_buffer<std::byte> device_out;
   event uploaded;  // the host may refill host_in
+  event computed;  // by stage: the stage is done with device_in and device_out
   event ready;     // host_out holds the item
   slot_graphs graphs;
 };
 
 struct feed_resources {
   std::vector<std::unique_ptr<feed_slot>> slots;
+  // By stage: every upload, every stage, every download on its own stream.
+  stream up{stream::options{stream_sync::non_blocking, 0}};
+  stream compute{stream::options{stream_sync::non_blocking, 0}};
+  stream down{stream::options{stream_sync::non_blocking, 0}};
   feed_wait wait = feed_wait::poll;  // what the slots' events were made for
 };
 
@@ -168,6 +180,7 @@ class feed_run {
         n_(static_cast<unsigned>(res.slots.size())),
         graphs_(options.issue == feed_issue::graph_per_slot),
         dedicated_issuer_(options.issuing_thread == feed_issuing_thread::dedicated),
+        by_stage_(!graphs_ && options.streams == feed_streams::by_stage),
         ring_(n_),
         staged_items_(n_),
         downloaded_items_(n_) {}
@@ -253,6 +266,7 @@ class feed_run {
   const unsigned n_;
   const bool graphs_;            // feed_issue::graph_per_slot
   const bool dedicated_issuer_;  // feed_issuing_thread::dedicated
+  const bool by_stage_;          // feed_streams::by_stage, issued directly
 
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -367,16 +381,41 @@ void feed_run::produce() {
 // at every replay (the host waits on it).
 void feed_run::enqueue_upload(std::size_t k, const item_record& item, bool external) {
   feed_slot& slot = *res_.slots[k % n_];
+  cudaStream_t s = slot.s.get();
+  if (by_stage_) {
+    s = res_.up.get();
+    // Item k - n's stage must be done reading device_in.
+    if (k >= n_) {
+      check(cudaStreamWaitEvent(s, slot.computed.get(), 0), "cudaStreamWaitEvent",
+            fmt::format("before the H2D of item {}", k));
+    }
+  }
   check(cudaMemcpyAsync(slot.device_in.data(), slot.host_in.data(),
-                        item.in_elements * layout_.input_element_bytes, cudaMemcpyHostToDevice, slot.s.get()),
+                        item.in_elements * layout_.input_element_bytes, cudaMemcpyHostToDevice, s),
         "cudaMemcpyAsync", fmt::format("H2D of item {}", k));
-  check(cudaEventRecordWithFlags(slot.uploaded.get(), slot.s.get(), external ? cudaEventRecordExternal : 0),
+  check(cudaEventRecordWithFlags(slot.uploaded.get(), s, external ? cudaEventRecordExternal : 0),
         "cudaEventRecordWithFlags", fmt::format("after the H2D of item {}", k));
 }
 
 // Item k's stage on its slot's stream.
 void feed_run::enqueue_stage(std::size_t k, const item_record& item) {
   feed_slot& slot = *res_.slots[k % n_];
+  if (by_stage_) {
+    // After the item's upload, and after item k - n's download has read device_out.
+    cudaStream_t s = res_.compute.get();
+    check(cudaStreamWaitEvent(s, slot.uploaded.get(), 0), "cudaStreamWaitEvent",
+          fmt::format("before the stage of item {}", k));
+    if (k >= n_) {
+      check(cudaStreamWaitEvent(s, slot.ready.get(), 0), "cudaStreamWaitEvent",
+            fmt::format("before the stage of item {}", k));
+    }
+    stage_(slot.device_in.data(), item.in_elements, slot.device_out.data(), item.out_elements,
+           res_.compute.view(), k);
+    check(cudaGetLastError(), "kernel launch in the stage", fmt::format("item {}", k));
+    check(cudaEventRecord(slot.computed.get(), s), "cudaEventRecord",
+          fmt::format("after the stage of item {}", k));
+    return;
+  }
   stage_(slot.device_in.data(), item.in_elements, slot.device_out.data(), item.out_elements, slot.s.view(),
          k);
   check(cudaGetLastError(), "kernel launch in the stage", fmt::format("item {}", k));
@@ -385,13 +424,18 @@ void feed_run::enqueue_stage(std::size_t k, const item_record& item) {
 // Item k's download, then "ready".
 void feed_run::enqueue_download(std::size_t k, const item_record& item, bool external) {
   feed_slot& slot = *res_.slots[k % n_];
+  cudaStream_t s = slot.s.get();
+  if (by_stage_) {
+    s = res_.down.get();
+    check(cudaStreamWaitEvent(s, slot.computed.get(), 0), "cudaStreamWaitEvent",
+          fmt::format("before the D2H of item {}", k));
+  }
   if (item.out_elements > 0) {
     check(cudaMemcpyAsync(slot.host_out.data(), slot.device_out.data(),
-                          item.out_elements * layout_.output_element_bytes, cudaMemcpyDeviceToHost,
-                          slot.s.get()),
+                          item.out_elements * layout_.output_element_bytes, cudaMemcpyDeviceToHost, s),
           "cudaMemcpyAsync", fmt::format("D2H of item {}", k));
   }
-  check(cudaEventRecordWithFlags(slot.ready.get(), slot.s.get(), external ? cudaEventRecordExternal : 0),
+  check(cudaEventRecordWithFlags(slot.ready.get(), s, external ? cudaEventRecordExternal : 0),
         "cudaEventRecordWithFlags", fmt::format("after the D2H of item {}", k));
 }
 
@@ -654,6 +698,10 @@ feed_report feed_run::run() {
     const cudaError_t status = cudaStreamSynchronize(slot->s.get());
     if (drained == cudaSuccess) drained = status;
   }
+  for (const stream* s : {&res_.up, &res_.compute, &res_.down}) {
+    const cudaError_t status = cudaStreamSynchronize(s->get());
+    if (drained == cudaSuccess) drained = status;
+  }
   if (error_) rethrow_failure();
   check(drained, "cudaStreamSynchronize", "draining the feed");
 
@@ -682,6 +730,7 @@ feed_report feed_run::run() {
   r.most_ahead = most_ahead_;
   r.stopped = stopped_;
   r.shape.slots = n_;
+  r.shape.streams = by_stage_ ? feed_streams::by_stage : feed_streams::by_slot;
   described_.resize(std::min(described_.size(), r.items));
   r.shape.items = std::move(described_);
   r.shape.producer_time = r.producer_ms;

@@ -48,9 +48,16 @@ link_peaks measure_link_peaks(const link_peak_options& options) {
       // Both trains move the same bytes; the pair is done when the slower ends.
       both.push_back(2.0 * static_cast<double>(bytes) / (std::max(h2d_ms, d2h_ms) * 1e6));
     }
-    keep_best(peaks.h2d, bytes, summarize(up));
-    keep_best(peaks.d2h, bytes, summarize(down));
-    keep_best(peaks.both, bytes, summarize(both));
+    const measured up_rate = summarize(up);
+    const measured down_rate = summarize(down);
+    const measured both_rate = summarize(both);
+    keep_best(peaks.h2d, bytes, up_rate);
+    keep_best(peaks.d2h, bytes, down_rate);
+    keep_best(peaks.both, bytes, both_rate);
+    // The median rate's copy time: bytes / (GB/s * 1e6) ms; the pair moves twice the bytes.
+    const auto b = static_cast<double>(bytes);
+    peaks.points.push_back({bytes, b / (up_rate.median * 1e6), b / (down_rate.median * 1e6),
+                            2.0 * b / (both_rate.median * 1e6)});
   }
   return peaks;
 }

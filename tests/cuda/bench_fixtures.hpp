@@ -32,9 +32,19 @@ inline bench::variant_result row(bench::variant_kind kind, double median_ms, std
 /// Peaks whose floor for transfer_workload()'s bytes is bound by both
 /// directions: 2 x 13 MiB + 8 KiB at 18 GB/s = 1.515 ms, against 1.091 ms
 /// for H2D at 12.5 GB/s and 1.136 ms for D2H at 12 GB/s.
+/// Its sweep's points lie on lines of 10 us a copy plus the bytes at 12.5 GB/s
+/// (H2D), 12 GB/s (D2H) and 9 GB/s each way both at once; with the kernel's
+/// 0.8 ms the chunked floor is 12 chunks (chunks no smaller than the 1 MiB
+/// swept), 1.771 ms.
 inline bench::link_floor transfer_link_floor(std::size_t bytes) {
-  return bench::make_link_floor({12.5, 4 * MiB, 0.01}, {12.0, 16 * MiB, 0.02}, {18.0, 64 * MiB, 0.015}, bytes,
-                                bytes);
+  bench::link_floor f = bench::make_link_floor({12.5, 4 * MiB, 0.01}, {12.0, 16 * MiB, 0.02},
+                                               {18.0, 64 * MiB, 0.015}, bytes, bytes);
+  for (const std::size_t size : {1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB}) {
+    const auto b = static_cast<double>(size);
+    f.points.push_back({size, 0.01 + b / 12.5e6, 0.01 + b / 12e6, 0.01 + b / 9e6});
+  }
+  f.chunked = bench::make_chunked_floor(f.points, bytes, bytes, 0.8);
+  return f;
 }
 
 /// 13 MiB + a remainder in 4 MiB chunks: four chunks, the last one smaller.

@@ -93,17 +93,32 @@ struct checking_consumer {
   }
 };
 
-// Slots, how the items are issued, and from which thread.
-class FeedIntegrity : public ::testing::TestWithParam<std::tuple<unsigned, feed_issue, feed_issuing_thread>> {
+// How the items are issued: directly on a stream per stage or per slot,
+// or as each slot's graphs (which replay on the slot's stream).
+struct feed_issue_way {
+  feed_issue issue;
+  overlap::feed_streams streams;
+  const char* name;
 };
+constexpr feed_issue_way issue_ways[] = {
+    {feed_issue::direct, overlap::feed_streams::by_stage, "by_stage"},
+    {feed_issue::direct, overlap::feed_streams::by_slot, "by_slot"},
+    {feed_issue::graph_per_slot, overlap::feed_streams::by_slot, "graphs"},
+};
+
+// Slots, how the items are issued, and from which thread.
+class FeedIntegrity
+    : public ::testing::TestWithParam<std::tuple<unsigned, feed_issue_way, feed_issuing_thread>> {};
 
 TEST_P(FeedIntegrity, EveryItemArrivesOnceInOrderAndExact) {
   SKIP_WITHOUT_GPU();
   constexpr std::size_t slot = 10'007;  // prime: items of every remainder
   constexpr std::size_t items = 300;
-  const auto [slots, issue, thread] = GetParam();
+  const auto [slots, way, thread] = GetParam();
+  const feed_issue issue = way.issue;
   feed_options options = with(slot, slots);
   options.issue = issue;
+  options.streams = way.streams;
   options.issuing_thread = thread;
   Feed<float> feed(options);
   for (int run = 0; run < 2; ++run) {  // the slots are kept between runs
@@ -120,6 +135,8 @@ TEST_P(FeedIntegrity, EveryItemArrivesOnceInOrderAndExact) {
     EXPECT_EQ(report.input_bytes, bytes);
     EXPECT_EQ(report.output_bytes, bytes);
     EXPECT_EQ(report.slots, slots);
+    EXPECT_EQ(report.shape.streams,
+              issue == feed_issue::direct ? way.streams : overlap::feed_streams::by_slot);
     EXPECT_FALSE(report.stopped);
     EXPECT_LE(report.most_ahead, slots);
     if (issue == feed_issue::direct) {
@@ -135,17 +152,14 @@ TEST_P(FeedIntegrity, EveryItemArrivesOnceInOrderAndExact) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Slots, FeedIntegrity,
-                         ::testing::Combine(::testing::Values(1U, 2U, 3U, 4U, 7U),
-                                            ::testing::Values(feed_issue::direct, feed_issue::graph_per_slot),
-                                            ::testing::Values(feed_issuing_thread::producer,
-                                                              feed_issuing_thread::dedicated)),
-                         [](const auto& info) {
-                           return std::to_string(std::get<0>(info.param)) + "_slots_" +
-                                  (std::get<1>(info.param) == feed_issue::direct ? "direct" : "graphs") +
-                                  (std::get<2>(info.param) == feed_issuing_thread::producer ? "_on_producer"
-                                                                                            : "_dedicated");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Slots, FeedIntegrity,
+    ::testing::Combine(::testing::Values(1U, 2U, 3U, 4U, 7U), ::testing::ValuesIn(issue_ways),
+                       ::testing::Values(feed_issuing_thread::producer, feed_issuing_thread::dedicated)),
+    [](const auto& info) {
+      return std::to_string(std::get<0>(info.param)) + "_slots_" + std::get<1>(info.param).name +
+             (std::get<2>(info.param) == feed_issuing_thread::producer ? "_on_producer" : "_dedicated");
+    });
 
 __device__ std::uint64_t global_ns() {
   std::uint64_t t = 0;
@@ -569,6 +583,7 @@ TEST(FeedProgram, TheRunIsDescribedAsARaceFreeProgram) {
       feed.run(producer_of(25, 1 << 12), axpb_stage, [](std::span<const float>, std::size_t) {});
   ASSERT_EQ(report.shape.items.size(), 25U);
   EXPECT_EQ(report.shape.slots, 3U);
+  EXPECT_EQ(report.shape.streams, overlap::feed_streams::by_stage);  // the default
   for (std::size_t k = 0; k < 25; ++k) {
     EXPECT_EQ(report.shape.items[k].bytes_in, item_size(k, 1 << 12) * sizeof(float));
     EXPECT_EQ(report.shape.items[k].bytes_out, item_size(k, 1 << 12) * sizeof(float));

@@ -78,7 +78,12 @@ copies, 256 MiB trains; --quick: 1..16 MiB, 64 MiB trains); the text says
 which term binds. Compute-bound: the kernel alone. Whole-buffer copies (H2D
 alone, D2H alone, both at once) are shown for information: they include each
 copy's start-up, so they sit above what the link sustains. Ratios are to the
-link floor and to the kernel-alone floor.
+link floor and to the kernel-alone floor. Beside the link floor, the chunked
+floor: the least time any pipeline of N equal chunks can take over every N,
+T(N) = H2D(in/N) + (N-1) x max(pair(in/N), kernel/N) + kernel/N + D2H(out/N),
+over the chunk sizes swept, each copy's time the sweep's median for that
+size (interpolated between sizes); the transfer-bound verdicts are judged
+against it (docs/bench.md).
 
 The fastest Pipeline is then run again four ways, alternating run by run:
 op by op (Pipeline::run), with recording on (its overhead, and the measured
@@ -112,6 +117,8 @@ Examples:
 
 The acceptance verdicts are judged at full size only: a full run reports them
 as PASS/FAIL lines (they do not change the exit code); --quick reports none.
+Each is a promise on a quiet link (docs/bench.md lists them); one that rides
+on the link says so when the link's peaks spread over 5% in the run.
 Exit codes: 0 ok, 1 wrong output (the first bad index is named) or
 a CUDA error, 2 bad input, no CUDA device, or built without CUDA.)";
 
@@ -220,9 +227,16 @@ std::string row_text(const variant_result& v, double floor_time, double sequenti
 
 // The link floor as a row of the table: computed, not timed, so no spread.
 std::string link_row_text(const bench::link_floor& f, double sequential_ms) {
-  return fmt::format("  {:<36} {:>8} {:>7} {:>7} {:>10.3f}  {:^17} {:>7.3f} {:>8.3f}\n",
-                     "floor: link peaks (computed)", "-", "-", "-", f.ms, "", 1.0,
-                     ratio(f.ms, sequential_ms));
+  std::string text =
+      fmt::format("  {:<36} {:>8} {:>7} {:>7} {:>10.3f}  {:^17} {:>7.3f} {:>8.3f}\n",
+                  "floor: link peaks (computed)", "-", "-", "-", f.ms, "", 1.0, ratio(f.ms, sequential_ms));
+  const bench::chunked_floor& c = f.chunked;
+  if (c.chunks > 0) {
+    text += fmt::format("  {:<36} {:>8} {:>7} {:>7} {:>10.3f}  {:^17} {:>7.3f} {:>8.3f}\n",
+                        "floor: chunked pipeline (computed)", bench::format_bytes(c.chunk_bytes), "-",
+                        c.chunks, c.ms, "", ratio(c.ms, f.ms), ratio(c.ms, sequential_ms));
+  }
+  return text;
 }
 
 std::string per_chunk_text(const variant_result& v) {
@@ -265,7 +279,11 @@ std::string workload_text(const workload_result& w) {
   for (const variant_result& v : w.floors) text += row_text(v, floor_time, sequential_ms);
   for (const variant_result& v : w.variants) text += row_text(v, floor_time, sequential_ms);
 
-  if (w.link) text += "  " + link_floor_line(*w.link) + "\n";
+  if (w.link) {
+    text += "  " + link_floor_line(*w.link) + "\n";
+    if (const std::string chunked = chunked_floor_line(*w.link); !chunked.empty())
+      text += "  " + chunked + "\n";
+  }
   text += "  " + best_line(w) + "\n";
   const variant_result& default_pipeline = required(w, variant_kind::pipeline_default);
   const variant_result& two = required(w, variant_kind::two_stream);
@@ -332,11 +350,29 @@ json peak_json(const bench::link_peak& p) {
 }
 
 json link_floor_json(const bench::link_floor& f) {
-  return {{"ms", f.ms},
-          {"bound_by", bench::key_of(f.bound_by)},
-          {"terms_ms", {{"h2d", f.h2d_ms}, {"d2h", f.d2h_ms}, {"both_directions", f.both_ms}}},
-          {"peaks",
-           {{"h2d", peak_json(f.h2d)}, {"d2h", peak_json(f.d2h)}, {"both_directions", peak_json(f.both)}}}};
+  json out = {
+      {"ms", f.ms},
+      {"bound_by", bench::key_of(f.bound_by)},
+      {"terms_ms", {{"h2d", f.h2d_ms}, {"d2h", f.d2h_ms}, {"both_directions", f.both_ms}}},
+      {"peaks",
+       {{"h2d", peak_json(f.h2d)}, {"d2h", peak_json(f.d2h)}, {"both_directions", peak_json(f.both)}}}};
+  json points = json::array();
+  for (const bench::link_point& p : f.points) {
+    points.push_back(
+        {{"bytes", p.bytes}, {"h2d_ms", p.h2d_ms}, {"d2h_ms", p.d2h_ms}, {"both_ms", p.both_ms}});
+  }
+  out["points"] = std::move(points);
+  const bench::chunked_floor& c = f.chunked;
+  if (c.chunks > 0) {
+    out["chunked"] = {
+        {"ms", c.ms},
+        {"ratio_to_link_floor", f.ms > 0.0 ? c.ms / f.ms : 0.0},
+        {"chunks", c.chunks},
+        {"chunk_bytes", c.chunk_bytes},
+        {"kernel_ms", c.kernel_ms},
+        {"chunk_copy_ms", {{"h2d", c.h2d_ms}, {"d2h", c.d2h_ms}, {"both_directions", c.pair_ms}}}};
+  }
+  return out;
 }
 
 json workload_json(const workload_result& w) {

@@ -61,6 +61,8 @@ std::vector<std::string> notes(const bench::bench_result& r, const std::vector<s
       lines.push_back(fmt::format("{}: {} (the link's peak rates, measured in this run over {})",
                                   bench::to_string(w.kind), link_floor_line(*w.link),
                                   link_sweep_text(r.link)));
+      if (const std::string chunked = chunked_floor_line(*w.link); !chunked.empty())
+        lines.push_back(fmt::format("{}: {}", bench::to_string(w.kind), chunked));
     }
     lines.push_back(fmt::format("{}: {}", bench::to_string(w.kind), best_line(w)));
   }

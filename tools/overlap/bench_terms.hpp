@@ -57,6 +57,26 @@ inline std::string link_floor_line(const bench::link_floor& f) {
                      peak_text("H2D", f.h2d), peak_text("D2H", f.d2h), peak_text("both directions", f.both));
 }
 
+/// The transfer-bound workload's chunked floor (ms); throws overlap::error
+/// when the link floor or its chunked part was not measured.
+inline double chunked_floor_ms(const bench::workload_result& w) {
+  const bench::chunked_floor& c = link_floor_of(w).chunked;
+  if (c.chunks == 0) throw error(fmt::format("bench: {} has no chunked floor", bench::to_string(w.kind)));
+  return c.ms;
+}
+
+/// "chunked floor 5.571 ms = 1.051x the link floor (32 chunks of 8 MiB; one copy of a chunk: H2D 0.156 ms
+/// alone, D2H 0.155 ms alone, 0.170 ms both at once; kernel alone 0.210 ms)", or empty when not measured.
+inline std::string chunked_floor_line(const bench::link_floor& f) {
+  const bench::chunked_floor& c = f.chunked;
+  if (c.chunks == 0) return {};
+  return fmt::format(
+      "chunked floor {:.3f} ms = {:.3f}x the link floor ({} chunks of {}; one copy of a chunk: H2D {:.3f} ms "
+      "alone, D2H {:.3f} ms alone, {:.3f} ms both at once; kernel alone {:.3f} ms)",
+      c.ms, f.ms > 0.0 ? c.ms / f.ms : 0.0, c.chunks, bench::format_bytes(c.chunk_bytes), c.h2d_ms, c.d2h_ms,
+      c.pair_ms, c.kernel_ms);
+}
+
 /// "copies of 1 MiB, 4 MiB, 16 MiB, 64 MiB in trains of 256 MiB, 5 reps each".
 inline std::string link_sweep_text(const bench::link_sweep& sweep) {
   std::string sizes;

@@ -2,7 +2,8 @@
 //
 // Pipeline moves one big buffer; a Feed serves items that arrive over time
 // (frames, packets, batches). Each slot is a pinned input and output pair
-// with its device buffers and stream. A producer fills the next slot's
+// with its device buffers; the copies and stages go on a stream per stage
+// (feed_options::streams). A producer fills the next slot's
 // input on the host (on the thread that called run()), the stage launches
 // the kernel (on the thread that issues the copies: the producer's, or with
 // feed_issuing_thread::dedicated one of the feed's own, so that issuing
@@ -104,6 +105,10 @@ struct feed_options {
   feed_issuing_thread issuing_thread = feed_issuing_thread::producer;
   /// How the threads wait for uploads and downloads.
   feed_wait wait = feed_wait::poll;
+  /// A stream per stage (uploads, stages, downloads; the stage is called
+  /// with the stages' stream), or a stream per slot. feed_issue::graph_per_slot
+  /// replays each slot's work on the slot's stream, whatever this says.
+  feed_streams streams = feed_streams::by_stage;
 };
 
 /// Milliseconds from an item's production (the producer's return) to its

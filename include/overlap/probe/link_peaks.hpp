@@ -31,11 +31,22 @@ struct link_rate {
   double spread = 0.0;                ///< (max - min) / median of that size's reps
 };
 
+/// One size of the sweep: the median time one copy of a train took.
+struct link_point {
+  std::size_t bytes = 0;  ///< per copy
+  double h2d_ms = 0.0;    ///< an H2D copy, the D2H engine idle
+  double d2h_ms = 0.0;    ///< a D2H copy, the H2D engine idle
+  double both_ms = 0.0;   ///< an H2D and a D2H copy running at once (the slower train's, per copy)
+};
+
 /// Peak H2D, peak D2H, and peak total (H2D + D2H bytes) with both running at once.
 struct link_peaks {
   link_rate h2d;   ///< H2D alone
   link_rate d2h;   ///< D2H alone
   link_rate both;  ///< H2D + D2H bytes per second with both directions at once
+  /// Every size's medians, in the order swept: what a copy costs beyond
+  /// its bytes (bench's chunked floor fits them).
+  std::vector<link_point> points;
 };
 
 /// Measures on the current device; throws overlap::cuda::cuda_error, or
