@@ -376,9 +376,9 @@ void feed_run::produce() {
   }
 }
 
-// Item k's upload on its slot's stream, then "uploaded". `external`: inside
-// a capture, where the record becomes a graph node that records the event
-// at every replay (the host waits on it).
+// Item k's upload on the uploads' stream (by stage) or its slot's, then
+// "uploaded". `external`: inside a capture, where the record becomes a
+// graph node that records the event at every replay (the host waits on it).
 void feed_run::enqueue_upload(std::size_t k, const item_record& item, bool external) {
   feed_slot& slot = *res_.slots[k % n_];
   cudaStream_t s = slot.s.get();
@@ -397,7 +397,7 @@ void feed_run::enqueue_upload(std::size_t k, const item_record& item, bool exter
         "cudaEventRecordWithFlags", fmt::format("after the H2D of item {}", k));
 }
 
-// Item k's stage on its slot's stream.
+// Item k's stage on the stages' stream (by stage, then "computed") or its slot's.
 void feed_run::enqueue_stage(std::size_t k, const item_record& item) {
   feed_slot& slot = *res_.slots[k % n_];
   if (by_stage_) {
@@ -421,7 +421,7 @@ void feed_run::enqueue_stage(std::size_t k, const item_record& item) {
   check(cudaGetLastError(), "kernel launch in the stage", fmt::format("item {}", k));
 }
 
-// Item k's download, then "ready".
+// Item k's download on the downloads' stream (by stage) or its slot's, then "ready".
 void feed_run::enqueue_download(std::size_t k, const item_record& item, bool external) {
   feed_slot& slot = *res_.slots[k % n_];
   cudaStream_t s = slot.s.get();

@@ -436,7 +436,7 @@ class Measurer {
                  : ok(sanitizerSetLaunchCallbackData(launch.hLaunch, launch.function, launch.hStream, table),
                       "sanitizerSetLaunchCallbackData");
     };
-    if (table == nullptr || setup == nullptr ||
+    if (table == nullptr || (graph != nullptr && setup == nullptr) ||
         !ok(sanitizerMemset(table, 0, sizeof(AccessTable), setup), "sanitizerMemset") || !link()) {
       if (table != nullptr) spare_[launch.context].push_back(table);
       ++stats_.skipped;
