@@ -221,11 +221,49 @@ TEST(TraceAudit, AllocationsBetweenWorkLeaveTheDeviceIdle) {
   // Each time the device idled from t0 + 1010 to t0 + 3010 (the next copy);
   // the calls ran from t0 + 1020 into it: 1.99 ms of it.
   EXPECT_NEAR(f.measured->time, 2 * 1.99, 1e-9);
+  EXPECT_EQ(f.level, check::severity::warning);  // the calls fill nearly all of each gap
   ASSERT_EQ(f.ops.size(), 4U);
   EXPECT_EQ(f.ops[0].api, "cudaMallocHost");
   EXPECT_EQ(f.ops[1].api, "cudaFreeHost");
   ASSERT_TRUE(f.predicted_saving.has_value());
   EXPECT_NEAR(*f.predicted_saving, 4.0, 0.1);
+}
+
+// The same loop, but the host spends most of each gap on its own work: the
+// calls fill a quarter of the gaps, so they are noted, not warned about
+// (hecbench-prefetch's loops over managed memory around each cudaFree).
+TEST(TraceAudit, CallsThatFillLittleOfTheirGapsAreInfo) {
+  TraceBuilder t;
+  t.stream(13, "non_blocking");
+  t.call("cudaMalloc", "alloc", 0, 10, {{"ptr", dev_x}, {"bytes", 64 << 20}, {"memory", "device"}});
+  t.call("cudaMallocHost", "alloc", 10, 20,
+         {{"ptr", host_pinned}, {"bytes", 64 << 20}, {"memory", "pinned"}});
+  for (int i = 0; i < 3; ++i) {
+    const double t0 = 100 + 3000.0 * i;
+    t.call("cudaMemcpyAsync", "copy", t0, t0 + 3,
+           {{"dst", dev_x},
+            {"src", host_pinned},
+            {"bytes", 64 << 20},
+            {"kind", "h2d"},
+            {"stream", 13},
+            {"async", true}});
+    t.work("memcpy", t0 + 10, t0 + 1010,
+           {{"bytes", 64 << 20}, {"kind", "h2d"}, {"src", "pinned"}, {"dst", "device"}, {"stream", 13}});
+    t.call("cudaStreamSynchronize", "stream_sync", t0 + 6, t0 + 1012, {{"stream", 13}});
+    if (i < 2) {  // 0.5 ms inside cudaMallocHost + cudaFreeHost, 1.5 ms of the host's own work after
+      t.call("cudaMallocHost", "alloc", t0 + 1020, t0 + 1470,
+             {{"ptr", host_pinned + (64 << 20)}, {"bytes", 64 << 20}, {"memory", "pinned"}});
+      t.call("cudaFreeHost", "free", t0 + 1470, t0 + 1520,
+             {{"ptr", host_pinned + (64 << 20)}, {"memory", "pinned"}});
+    }
+  }
+  const trace::AuditReport r = audit_of(t.footer());
+  ASSERT_EQ(rules_of(r), std::vector<std::string>{"idle-gap"}) << trace::format_text(r);
+  const trace::AuditFinding& f = r.findings.front();
+  EXPECT_EQ(f.level, check::severity::info);
+  EXPECT_NEAR(f.measured->time, 2 * 0.5, 1e-9);
+  // Each gap ran from t0 + 1010 to t0 + 3010: the calls filled 0.5 ms of 2.
+  EXPECT_NE(f.message.find("They fill 25% of those gaps (4 ms)"), std::string::npos) << f.message;
 }
 
 TEST(TraceAudit, IdleGapsUnderOnePercentOfTheActiveWindowAreNotAFinding) {
