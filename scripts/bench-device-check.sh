@@ -43,7 +43,7 @@ for w in d.get("workloads", []):
     c = w.get("link_floor", {}).get("chunked")
     if c:
         print(f"  {w['name']}: link floor {w['link_floor']['ms']:.3f} ms, chunked {c['ms']:.3f} ms "
-              f"({c['ratio_to_link_floor']:.3f}x, {c['chunks']} chunks), copy cost {c['copy_cost']}")
+              f"({c['ratio_to_link_floor']:.3f}x, {c['chunks']} chunks), one chunk's copies {c['chunk_copy_ms']}")
 PY
 done
 echo "done in $((SECONDS - started)) s"
