@@ -190,7 +190,11 @@ TEST(TraceAudit, ASynchronousCopyWithoutABarrierIsItsOwnRule) {
   EXPECT_GT(*f.predicted_saving, 0.8);  // the second batch is prepared while the first uploads
 }
 
-TEST(TraceAudit, AllocationsBetweenWorkLeaveTheDeviceIdle) {
+// Three 1 ms uploads 3 ms apart, each waited for; between them a
+// cudaMallocHost from t0 + 1020 to `host_alloc_end` (t0 relative) and a
+// cudaFreeHost after it until `host_free_end`, with nothing in flight: the
+// device idles from t0 + 1010 to the next upload, t0 + 3010.
+TraceBuilder uploads_with_allocations_between(double host_alloc_end, double host_free_end) {
   TraceBuilder t;
   t.stream(13, "non_blocking");
   t.call("cudaMalloc", "alloc", 0, 10, {{"ptr", dev_x}, {"bytes", 64 << 20}, {"memory", "device"}});
@@ -208,13 +212,19 @@ TEST(TraceAudit, AllocationsBetweenWorkLeaveTheDeviceIdle) {
     t.work("memcpy", t0 + 10, t0 + 1010,
            {{"bytes", 64 << 20}, {"kind", "h2d"}, {"src", "pinned"}, {"dst", "device"}, {"stream", 13}});
     t.call("cudaStreamSynchronize", "stream_sync", t0 + 6, t0 + 1012, {{"stream", 13}});
-    if (i < 2) {  // 1.95 ms inside cudaMallocHost + cudaFreeHost, with nothing in flight
-      t.call("cudaMallocHost", "alloc", t0 + 1020, t0 + 2970,
+    if (i < 2) {
+      t.call("cudaMallocHost", "alloc", t0 + 1020, t0 + host_alloc_end,
              {{"ptr", host_pinned + (64 << 20)}, {"bytes", 64 << 20}, {"memory", "pinned"}});
-      t.call("cudaFreeHost", "free", t0 + 2970, t0 + 3020,
+      t.call("cudaFreeHost", "free", t0 + host_alloc_end, t0 + host_free_end,
              {{"ptr", host_pinned + (64 << 20)}, {"memory", "pinned"}});
     }
   }
+  return t;
+}
+
+TEST(TraceAudit, AllocationsBetweenWorkLeaveTheDeviceIdle) {
+  // 1.95 ms inside cudaMallocHost + cudaFreeHost per gap.
+  TraceBuilder t = uploads_with_allocations_between(2970, 3020);
   const trace::AuditReport r = audit_of(t.footer());
   ASSERT_EQ(rules_of(r), std::vector<std::string>{"idle-gap"}) << trace::format_text(r);
   const trace::AuditFinding& f = r.findings.front();
@@ -233,30 +243,8 @@ TEST(TraceAudit, AllocationsBetweenWorkLeaveTheDeviceIdle) {
 // calls fill a quarter of the gaps, so they are noted, not warned about
 // (hecbench-prefetch's loops over managed memory around each cudaFree).
 TEST(TraceAudit, CallsThatFillLittleOfTheirGapsAreInfo) {
-  TraceBuilder t;
-  t.stream(13, "non_blocking");
-  t.call("cudaMalloc", "alloc", 0, 10, {{"ptr", dev_x}, {"bytes", 64 << 20}, {"memory", "device"}});
-  t.call("cudaMallocHost", "alloc", 10, 20,
-         {{"ptr", host_pinned}, {"bytes", 64 << 20}, {"memory", "pinned"}});
-  for (int i = 0; i < 3; ++i) {
-    const double t0 = 100 + 3000.0 * i;
-    t.call("cudaMemcpyAsync", "copy", t0, t0 + 3,
-           {{"dst", dev_x},
-            {"src", host_pinned},
-            {"bytes", 64 << 20},
-            {"kind", "h2d"},
-            {"stream", 13},
-            {"async", true}});
-    t.work("memcpy", t0 + 10, t0 + 1010,
-           {{"bytes", 64 << 20}, {"kind", "h2d"}, {"src", "pinned"}, {"dst", "device"}, {"stream", 13}});
-    t.call("cudaStreamSynchronize", "stream_sync", t0 + 6, t0 + 1012, {{"stream", 13}});
-    if (i < 2) {  // 0.5 ms inside cudaMallocHost + cudaFreeHost, 1.5 ms of the host's own work after
-      t.call("cudaMallocHost", "alloc", t0 + 1020, t0 + 1470,
-             {{"ptr", host_pinned + (64 << 20)}, {"bytes", 64 << 20}, {"memory", "pinned"}});
-      t.call("cudaFreeHost", "free", t0 + 1470, t0 + 1520,
-             {{"ptr", host_pinned + (64 << 20)}, {"memory", "pinned"}});
-    }
-  }
+  // 0.5 ms inside cudaMallocHost + cudaFreeHost, 1.5 ms of the host's own work after.
+  TraceBuilder t = uploads_with_allocations_between(1470, 1520);
   const trace::AuditReport r = audit_of(t.footer());
   ASSERT_EQ(rules_of(r), std::vector<std::string>{"idle-gap"}) << trace::format_text(r);
   const trace::AuditFinding& f = r.findings.front();

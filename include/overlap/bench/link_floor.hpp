@@ -76,7 +76,8 @@ struct chunked_floor {
 
 /// The median time of one copy of `bytes` in `column` (&link_point::h2d_ms,
 /// d2h_ms or both_ms), linear between the two swept sizes around it (the
-/// nearest two beyond the ends). `points` must hold two sizes or more.
+/// nearest two beyond the ends). `points` must hold two sizes or more, in
+/// increasing size (make_chunked_floor sorts its copy).
 [[nodiscard]] double copy_ms_at(const std::vector<link_point>& points, double link_point::*column,
                                 double bytes);
 
