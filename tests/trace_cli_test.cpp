@@ -32,6 +32,13 @@ bool contains(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
 }
 
+std::string read_file(const std::string& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 class TraceCli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -211,6 +218,28 @@ TEST_F(TraceCliApps, AnAppThatGoesOnAfterItsTraceIsWholeIsWaitedFor) {
   EXPECT_EQ(report["exit_code"], 3);
   EXPECT_TRUE(contains(r.err, "until its trace was whole")) << r.err;
   EXPECT_EQ(fs::file_size(path("kept.jsonl")), fs::file_size(fixture));
+}
+
+// `--migrations off` reaches the tracer in the app's environment; by
+// default the app's environment decides (the tracer's default is on).
+TEST_F(TraceCliApps, MigrationsOffIsPassedToTheTracedApp) {
+  const std::string seen = path("migrations.txt");
+  const std::string script = "printf '%s' \"${OVERLAP_TRACE_MIGRATIONS-unset}\" > '" + seen + "'";
+  for (const std::string verb : {"audit", "trace"}) {
+    EXPECT_EQ(run({verb, "--migrations", "off", "--", "sh", "-c", script}).code, 0);
+    EXPECT_EQ(read_file(seen), "0") << verb;
+    EXPECT_EQ(run({verb, "--", "sh", "-c", script}).code, 0);
+    EXPECT_EQ(read_file(seen), "unset") << verb;
+  }
+  const Result bad = run({"audit", "--migrations", "sometimes", "--", "true"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_TRUE(contains(bad.err, "--migrations")) << bad.err;
+  // A trace read back keeps what was recorded: turning migrations off there is refused.
+  const std::string fixture =
+      std::string(OVERLAP_SOURCE_DIR) + "/tests/fixtures/traces/corpus/simpleHyperQ.static.jsonl";
+  const Result refused = run({"trace", "--migrations", "off", "--from", fixture});
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_TRUE(contains(refused.err, "--migrations off applies to a run of the app")) << refused.err;
 }
 
 TEST_F(TraceCliApps, AnAppEndedByASignalIsReportedAs128PlusIt) {

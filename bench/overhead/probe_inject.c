@@ -10,6 +10,8 @@
  *   f  + cuptiActivityFlushPeriod(100): CUPTI's worker hands back full buffers every 100 ms
  *   U  at exit, after the flush: the activity kinds and callback domains disabled
  *   F  at exit, after the flush: cuptiFinalize
+ *   u  managed memory's migration counters (HTOD, DTOH), enabled at the first
+ *      runtime call's exit as libovl_inject does (needs s and r); records dropped
  * PROBE_LOG names a file that gets one line per run: the set-up's and the
  * final flush's times in microseconds. */
 #include <cupti.h>
@@ -25,8 +27,28 @@ static double now_us(void) {
   return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }
 
+static const char* steps = "";
+static int migrations_on;
+
+static void enable_migrations(void) {
+  CUpti_ActivityUnifiedMemoryCounterConfig config[2];
+  memset(config, 0, sizeof config);
+  config[0].kind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD;
+  config[1].kind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH;
+  for (int i = 0; i < 2; ++i) {
+    config[i].scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
+    config[i].enable = 1;
+  }
+  if (cuptiActivityConfigureUnifiedMemoryCounter(config, 2) == CUPTI_SUCCESS)
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
+}
+
 static void CUPTIAPI on_cb(void* u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void* data) {
-  (void)u; (void)d; (void)id; (void)data;
+  (void)u; (void)id;
+  if (migrations_on || !strchr(steps, 'u') || d != CUPTI_CB_DOMAIN_RUNTIME_API) return;
+  if (((const CUpti_CallbackData*)data)->callbackSite != CUPTI_API_EXIT) return;
+  migrations_on = 1;
+  enable_migrations();
 }
 static void CUPTIAPI req(uint8_t** b, size_t* s, size_t* m) {
   *s = 8u << 20; *b = aligned_alloc(8, *s); *m = 0;
@@ -39,13 +61,12 @@ static void CUPTIAPI done(CUcontext c, uint32_t st, uint8_t* b, size_t s, size_t
   free(b);
 }
 
-static const char* steps = "";
 static double setup_us;
 static CUpti_SubscriberHandle subscriber;
 
 static void at_exit(void) {
   const double t0 = now_us();
-  if (strchr(steps, 'a') || strchr(steps, 'k')) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (strchr(steps, 'a') || strchr(steps, 'k') || strchr(steps, 'u')) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   const double flush_us = now_us() - t0;
   if (strchr(steps, 'U')) {
     const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
@@ -93,9 +114,11 @@ int InitializeInjection(void) {
         cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
     }
   }
-  if (strchr(steps, 'a') || strchr(steps, 'k')) {
+  if (strchr(steps, 'a') || strchr(steps, 'k') || strchr(steps, 'u')) {
     cuptiActivityRegisterCallbacks(req, done);
     if (strchr(steps, 'f')) cuptiActivityFlushPeriod(100);
+  }
+  if (strchr(steps, 'a') || strchr(steps, 'k')) {
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
     if (strchr(steps, 'a')) {

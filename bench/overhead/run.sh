@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Tracer overhead, split into its parts (run on the GPU machine; carry .devdeps, corpus-src).
-#   bench/overhead/run.sh [REPS] [APP...]  -> $OUT/overhead.txt
+#   [PROBES="s sr ..."] [ROWS="inject audit ..."] bench/overhead/run.sh [REPS] [APP...]  -> $OUT/overhead.txt
+# APP is a corpus id, ID:EXE where the binary is named otherwise, then its arguments.
 # Each rep runs every configuration once, in turn, so drift hits them alike;
 # the log has the median wall ms of each with its runs, and the probe's
 # set-up and flush times (probe_inject.c says what each PROBE letter does).
@@ -16,7 +17,7 @@ B=${OVERLAP_BUILD:-build/h100}
 s=$SECONDS
 built=$(scripts/device-build-audit-tools.sh "$B" "$OUT/build.log") || exit 1
 echo "build $built s" >>"$log"
-names=$(for a in "${apps[@]}"; do set -- $a; echo -n "$1,"; done)
+names=$(for a in "${apps[@]}"; do set -- $a; echo -n "${1%%:*},"; done)
 bench/corpus/build.sh corpus-src build/corpus-bin -j "$(nproc)" --only "${names%,}" >"$OUT/corpus-build.log" 2>&1
 echo "corpus build $((SECONDS - s)) s" >>"$log"
 cupti_inc=$(dirname "$(find /usr/local/cuda/ -name cupti.h | head -1)")
@@ -28,8 +29,10 @@ overlap=$PWD/$B/tools/overlap/overlap
 ms() { local a b; a=$(date +%s%N); "$@" >/dev/null 2>&1; b=$(date +%s%N); echo $(((b - a) / 1000000)); }
 td=$(mktemp -d)
 probes=(${PROBES-"" s sr srd srD a srda})
+rows=(${ROWS-inject inject-nomig inject-nvtx inject-nocallers audit audit-nomig audit-from timings})
 for spec in "${apps[@]}"; do
-  set -- $spec; name=$1; shift; exe=build/corpus-bin/$name/static/$name; app=$name$*
+  # ID or ID:EXE (the corpus id and, where they differ, its binary's name)
+  set -- $spec; name=${1%%:*}; exe_name=${1#*:}; shift; exe=build/corpus-bin/$name/static/$exe_name; app=$name$*
   [ -x "$exe" ] || { echo "$app: not built" >>"$log"; continue; }
   "$exe" "$@" >/dev/null 2>&1  # warm
   "$overlap" audit --json -o "$td/a.json" --raw "$td/raw.jsonl" -- "$exe" "$@" >/dev/null 2>&1
@@ -39,18 +42,25 @@ for spec in "${apps[@]}"; do
     for p in "${probes[@]}"; do
       t[probe-${p:-none}]+="$(ms env CUDA_INJECTION64_PATH="$OUT/probe.so" PROBE="$p" PROBE_LOG="$OUT/probe-$name.log" "$exe" "$@") "
     done
-    t[inject]+="$(ms env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" "$exe" "$@") "
-    env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" OVERLAP_TRACE_STATS=1 "$exe" "$@" 2>&1 >/dev/null |
-      grep 'tracer costs' >>"$OUT/stats-$name.txt"
-    t[inject-nvtx]+="$(ms env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" NVTX_INJECTION64_PATH="$cupti_lib/libcupti.so" "$exe" "$@") "
-    t[inject-nocallers]+="$(ms env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" OVERLAP_TRACE_CALLERS=0 "$exe" "$@") "
-    t[audit]+="$(ms "$overlap" audit --json -o "$td/a.json" --raw "$td/r.jsonl" -- "$exe" "$@") "
-    t[audit-from]+="$(ms "$overlap" audit --json -o "$td/b.json" --from "$td/raw.jsonl") "
-    "$overlap" audit --timings --json -o "$td/c.json" -- "$exe" "$@" 2>&1 >/dev/null | grep timings >>"$OUT/timings-$name.txt"
-    "$overlap" audit --timings --json -o "$td/c.json" --from "$td/raw.jsonl" 2>&1 >/dev/null | grep timings >>"$OUT/timings-$name.txt"
+    for r in "${rows[@]}"; do
+      case $r in
+        inject) t[$r]+="$(ms env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" "$exe" "$@") "
+          env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" OVERLAP_TRACE_STATS=1 "$exe" "$@" 2>&1 >/dev/null |
+            grep 'tracer costs' >>"$OUT/stats-$name.txt" ;;
+        inject-nomig) t[$r]+="$(ms env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" OVERLAP_TRACE_MIGRATIONS=0 "$exe" "$@") " ;;
+        inject-nvtx) t[$r]+="$(ms env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" NVTX_INJECTION64_PATH="$cupti_lib/libcupti.so" "$exe" "$@") " ;;
+        inject-nocallers) t[$r]+="$(ms env CUDA_INJECTION64_PATH="$inject" OVERLAP_TRACE_DIR="$td" OVERLAP_TRACE_CALLERS=0 "$exe" "$@") " ;;
+        audit) t[$r]+="$(ms "$overlap" audit --json -o "$td/a.json" --raw "$td/r.jsonl" -- "$exe" "$@") " ;;
+        audit-nomig) t[$r]+="$(ms env OVERLAP_TRACE_MIGRATIONS=0 "$overlap" audit --json -o "$td/a.json" --raw "$td/r.jsonl" -- "$exe" "$@") " ;;
+        audit-from) t[$r]+="$(ms "$overlap" audit --json -o "$td/b.json" --from "$td/raw.jsonl") " ;;
+        timings)
+          "$overlap" audit --timings --json -o "$td/c.json" -- "$exe" "$@" 2>&1 >/dev/null | grep timings >>"$OUT/timings-$name.txt"
+          "$overlap" audit --timings --json -o "$td/c.json" --from "$td/raw.jsonl" 2>&1 >/dev/null | grep timings >>"$OUT/timings-$name.txt" ;;
+      esac
+    done
   done
   plain_med=$(printf '%s\n' ${t[plain]} | sort -n | sed -n "$(( (reps + 1) / 2 ))p")
-  for k in plain "${probes[@]/#/probe-}" probe-none inject inject-nvtx inject-nocallers audit audit-from; do
+  for k in plain "${probes[@]/#/probe-}" probe-none "${rows[@]}"; do
     [ "$k" = "probe-" ] && continue
     [ -n "${t[$k]:-}" ] || continue
     med=$(printf '%s\n' ${t[$k]} | sort -n | sed -n "$(( (reps + 1) / 2 ))p")

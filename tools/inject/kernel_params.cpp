@@ -25,6 +25,9 @@ using Layout = std::vector<std::uint32_t>;
 struct LayoutCache {
   std::mutex mutex;
   std::unordered_map<CUfunction, Layout> layouts;
+  // Names too: each query is a driver call that CUPTI reports back to this
+  // library, and capture loops launch the same kernel thousands of times.
+  std::unordered_map<CUfunction, std::string> names;
 };
 
 LayoutCache& cache() {
@@ -79,18 +82,26 @@ bool append_runtime_pointer_params(const void* host_function, void** args, Point
 void read_kernel_name(CUfunction function, std::string& out) {
   out.clear();
   if (function == nullptr) return;
-  const OwnDriverCalls own;
-  const char* name = nullptr;
-  if (cuFuncGetName(&name, function) != CUDA_SUCCESS || name == nullptr) {
-    if (cuKernelGetName(&name, reinterpret_cast<CUkernel>(function)) != CUDA_SUCCESS) name = nullptr;
+  LayoutCache& c = cache();
+  const std::lock_guard lock(c.mutex);
+  auto it = c.names.find(function);
+  if (it == c.names.end()) {
+    const OwnDriverCalls own;
+    const char* name = nullptr;
+    if (cuFuncGetName(&name, function) != CUDA_SUCCESS || name == nullptr) {
+      if (cuKernelGetName(&name, reinterpret_cast<CUkernel>(function)) != CUDA_SUCCESS) name = nullptr;
+    }
+    if (name == nullptr) return;  // not cached: a later launch asks again
+    it = c.names.emplace(function, name).first;
   }
-  if (name != nullptr) out.assign(name);
+  out = it->second;
 }
 
 void forget_kernel_layouts() {
   LayoutCache& c = cache();
   const std::lock_guard lock(c.mutex);
   c.layouts.clear();
+  c.names.clear();
 }
 
 }  // namespace overlap::inject

@@ -34,10 +34,11 @@ void append_pointer_params(CUfunction function, void** kernel_params, PointerArg
 /// state is left as the app had it.
 bool append_runtime_pointer_params(const void* host_function, void** args, PointerArgs& out);
 
-/// Replaces `out` with the kernel's (usually mangled) name, or clears it.
+/// Replaces `out` with the kernel's (usually mangled) name, or clears it;
+/// cached per handle like the layouts.
 void read_kernel_name(CUfunction function, std::string& out);
 
-/// Forgets the cached parameter layouts (a module is being unloaded).
+/// Forgets the cached parameter layouts and names (a module is being unloaded).
 void forget_kernel_layouts();
 
 }  // namespace overlap::inject

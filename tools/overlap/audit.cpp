@@ -107,6 +107,7 @@ struct AuditCommandOptions {
   std::vector<std::string> compare;
   bool timings = false;
   std::string accesses = "inferred";
+  std::string migrations = "on";
 };
 
 /// --timings: how long each step of the audit took, printed on stderr at the end.
@@ -270,6 +271,10 @@ int run_audit(const AuditCommandOptions& o, Streams io) {
           "--accesses measured runs the app: a trace read with --from keeps the accesses measured when it "
           "was "
           "recorded (`accesses` records)");
+    if (o.migrations == "off")
+      throw invalid_input(
+          "--migrations off applies to a run of the app: a trace read with --from keeps the migrations it "
+          "recorded");
     StepTimes times;
     const trace::RawTrace raw = trace::load_trace(o.from);
     times.step("reading the trace");
@@ -289,7 +294,8 @@ int run_audit(const AuditCommandOptions& o, Streams io) {
     measuring = measure_app(o.command, folder.path(), "audit", io);
     times.step("the app, measured (Compute Sanitizer)");
   }
-  TracedApp app(o.command, folder.path(), /*app_stdout_to_stderr=*/true);
+  TracedApp app(o.command, folder.path(), /*app_stdout_to_stderr=*/true, AppRun::traced,
+                parse_migrations(o.migrations));
   // The trace is whole once the tracer's exit handler has run, before CUDA
   // is torn down in the app's process: the audit runs while it ends.
   std::optional<trace::Capture> captured;
@@ -369,6 +375,7 @@ Subcommand add_audit(CLI::App& parent, Streams io) {
                   "races are errors; the app runs twice, measured first, then traced)")
       ->check(CLI::IsMember({"inferred", "measured"}))
       ->capture_default_str();
+  add_migrations_option(*app, o->migrations);
   return {app, [o, io] { return run_audit(*o, io); }};
 }
 

@@ -47,6 +47,7 @@ struct TraceOptions {
   std::string raw;
   std::string from;
   std::string accesses = "inferred";
+  std::string migrations = "on";
 };
 
 std::vector<io::format> parse_formats(const std::vector<std::string>& names) {
@@ -87,6 +88,10 @@ int run_trace(const TraceOptions& o, Streams io) {
           "--accesses measured runs the app: a trace read with --from keeps the accesses measured when it "
           "was "
           "recorded (`accesses` records)");
+    if (o.migrations == "off")
+      throw invalid_input(
+          "--migrations off applies to a run of the app: a trace read with --from keeps the migrations it "
+          "recorded");
     write_capture(trace::capture(trace::load_trace(o.from)), o, formats, io);
     return exit_ok;
   }
@@ -97,7 +102,7 @@ int run_trace(const TraceOptions& o, Streams io) {
   std::optional<MeasuringRun> measuring;
   if (parse_kernel_accesses(o.accesses) == KernelAccesses::measured)
     measuring = measure_app(o.command, folder.path(), "trace", io);
-  TracedRun run = run_traced(o.command, folder.path(), report_on_stdout);
+  TracedRun run = run_traced(o.command, folder.path(), report_on_stdout, parse_migrations(o.migrations));
   if (run.signal) io.err << fmt::format("overlap trace: the app was ended by signal {}\n", *run.signal);
   const std::optional<trace::Capture> captured =
       capture_if_any(run, o.raw, o.command.front(), "trace", io, measuring ? &*measuring : nullptr);
@@ -125,6 +130,7 @@ Subcommand add_trace(CLI::App& parent, Streams io) {
                   "Sanitizer API; the app runs twice, measured first, then traced) in the raw trace")
       ->check(CLI::IsMember({"inferred", "measured"}))
       ->capture_default_str();
+  add_migrations_option(*app, o->migrations);
   return {app, [o, io] { return run_trace(*o, io); }};
 }
 

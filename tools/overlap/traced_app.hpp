@@ -52,6 +52,23 @@ enum class AppRun {
   measuring,
 };
 
+/// Whether managed memory's migrations are traced (`--migrations`).
+enum class Migrations {
+  /// CUPTI's unified-memory counters on: each move across the link is a
+  /// record. On programs that fault much managed memory back and forth the
+  /// driver's own cost of them is 15-25% (bench/RESULTS.md).
+  traced,
+  /// Off (OVERLAP_TRACE_MIGRATIONS=0 for the app): prefetches are still
+  /// ordered ops, but untimed, and moves made by page faults are not seen.
+  off,
+};
+
+/// Parses `--migrations`: "on" or "off"; throws overlap::invalid_input otherwise.
+[[nodiscard]] Migrations parse_migrations(std::string_view text);
+
+/// Adds `--migrations on|off` (into `value`, "on" by default) to `trace` or `audit`.
+void add_migrations_option(CLI::App& app, std::string& value);
+
 /// Parses `--accesses`: "inferred" or "measured"; throws overlap::invalid_input otherwise.
 [[nodiscard]] KernelAccesses parse_kernel_accesses(std::string_view text);
 
@@ -79,7 +96,8 @@ class TracedApp {
   /// output goes to standard error. Throws overlap::invalid_input if the app
   /// cannot be started.
   TracedApp(const std::vector<std::string>& command, const std::filesystem::path& trace_dir,
-            bool app_stdout_to_stderr, AppRun run = AppRun::traced);
+            bool app_stdout_to_stderr, AppRun run = AppRun::traced,
+            Migrations migrations = Migrations::traced);
   /// Waits for the app if finish() was not called.
   ~TracedApp();
   TracedApp(const TracedApp&) = delete;
@@ -115,7 +133,8 @@ class TracedApp {
 /// the app's standard output goes to standard error, so a report on standard output stays parseable. Throws
 /// overlap::invalid_input if the app cannot be started.
 [[nodiscard]] TracedRun run_traced(const std::vector<std::string>& command,
-                                   const std::filesystem::path& trace_dir, bool app_stdout_to_stderr);
+                                   const std::filesystem::path& trace_dir, bool app_stdout_to_stderr,
+                                   Migrations migrations = Migrations::traced);
 
 /// The measuring run of `--accesses measured`.
 struct MeasuringRun {
