@@ -147,7 +147,7 @@ TEST(Spec, EveryYamlBlockInTheFormatDocParses) {
     EXPECT_NO_THROW((void)parse_spec(doc.substr(start, end - start), "spec-format.md")) << "block " << blocks;
     ++blocks;
   }
-  EXPECT_EQ(blocks, 3);  // pipeline, chunk schedule, explicit
+  EXPECT_EQ(blocks, 4);  // pipeline, chunk schedule, explicit, several GPUs
 }
 
 // ---- the explicit form ----

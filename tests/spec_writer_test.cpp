@@ -142,6 +142,12 @@ void compare_op(const std::string& at, const Op& wrote, const Op& read, Differen
   if (takes_bytes(k)) d.compare(at + ".mode", wrote.mode, read.mode);
   if (k == op_kind::copy) d.compare(at + ".direction", wrote.direction, read.direction);
   if (k == op_kind::copy) d.compare(at + ".memory", wrote.memory, read.memory);
+  d.compare(at + ".device", wrote.device, read.device);
+  d.compare(at + ".peer", wrote.peer.has_value(), read.peer.has_value());
+  if (wrote.peer && read.peer) {
+    d.compare(at + ".peer.from", wrote.peer->from, read.peer->from);
+    d.compare(at + ".peer.to", wrote.peer->to, read.peer->to);
+  }
   if (k == op_kind::kernel) d.compare(at + ".gpu_share", wrote.gpu_share, read.gpu_share);
   if (k == op_kind::kernel) d.compare(at + ".prints", wrote.prints, read.prints);
   d.compare(at + ".label", wrote.label, read.label);
@@ -160,7 +166,9 @@ Differences compare_programs(const Program& wrote, const Program& read) {
     d.compare(at + ".name", wrote.streams()[i].name, read.streams()[i].name);
     d.compare(at + ".kind", wrote.streams()[i].kind, read.streams()[i].kind);
     d.compare(at + ".priority", wrote.streams()[i].priority, read.streams()[i].priority);
+    d.compare(at + ".device", wrote.streams()[i].device, read.streams()[i].device);
   }
+  d.compare("device_count", wrote.device_count(), read.device_count());
   d.compare("events.size", wrote.events().size(), read.events().size());
   for (std::size_t i = 0; i < std::min(wrote.events().size(), read.events().size()); ++i) {
     d.compare(fmt::format("events[{}]", i), wrote.events()[i], read.events()[i]);
@@ -211,7 +219,7 @@ std::vector<std::filesystem::path> example_specs() {
 
 TEST(SpecWriter, EveryExampleRoundTrips) {
   const std::vector<std::filesystem::path> specs = example_specs();
-  EXPECT_GE(specs.size(), 18u);  // 5 in examples/, 13 in examples/check/
+  EXPECT_GE(specs.size(), 19u);  // 6 in examples/, 13 in examples/check/
   for (const auto& path : specs) {
     EXPECT_TRUE(round_trips(io::load_spec(path).program)) << path;
   }

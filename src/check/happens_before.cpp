@@ -25,8 +25,9 @@ bool blocks_host(const Op& op) {
 }
 
 // The walker's own clocks besides the per-stream and per-event ones:
-// clock_, host_known_, zero_, all_issued_ and blocking_issued_.
-constexpr std::uint64_t walker_fixed_clocks = 5;
+// clock_, host_known_ and zero_, and per device all_issued_ and blocking_issued_.
+constexpr std::uint64_t walker_fixed_clocks = 3;
+constexpr std::uint64_t walker_clocks_per_device = 2;
 
 // "37 GiB", "1.5 TiB": sizes the refusal message names, roughly.
 std::string show_bytes(double bytes) {
@@ -95,19 +96,22 @@ ClockWalker::ClockWalker(const Program& program, Timelines timelines)
   zero_ = VectorClock(width);
   stream_clocks_.assign(streams, VectorClock(width));
   issued_.assign(streams, 0);
-  all_issued_ = VectorClock(width);
-  blocking_issued_ = VectorClock(width);
+  all_issued_.assign(program.device_count(), VectorClock(width));
+  blocking_issued_.assign(program.device_count(), VectorClock(width));
+  legacy_.assign(program.device_count(), std::nullopt);
   record_clocks_.resize(program.events().size());
   records_.resize(program.events().size());
   // A legacy default stream with no ops barriers nothing: joining its clock
   // (all zero) would add nothing, so it needs no timeline.
   for (const stream_id s : timelines_.streams_with_work()) {
-    if (program.streams()[s].kind == stream_kind::legacy_default) legacy_ = timelines_.of(s);
+    const Stream& stream = program.streams()[s];
+    if (stream.kind == stream_kind::legacy_default) legacy_[stream.device] = timelines_.of(s);
   }
 }
 
 std::uint64_t ClockWalker::clocks_needed(const Program& program, const Timelines& timelines) noexcept {
-  return std::uint64_t{timelines.streams_with_work().size()} + program.events().size() + walker_fixed_clocks;
+  return std::uint64_t{timelines.streams_with_work().size()} + program.events().size() + walker_fixed_clocks +
+         walker_clocks_per_device * program.device_count();
 }
 
 std::optional<op_id> ClockWalker::last_record(event_id event) const noexcept {
@@ -129,14 +133,15 @@ void ClockWalker::step_stream_op(const Op& op, op_id id) {
   const stream_id stream = *op.stream;
   const timeline_id timeline = *timelines_.of(stream);  // it issues this op, so it has one
   const stream_kind kind = program_.streams()[stream].kind;
+  const device_id device = program_.streams()[stream].device;
   // Stream order, and everything the host did before issuing it.
   clock_ = stream_clocks_[timeline];
   clock_.join(host_known_);
-  // The legacy default stream barrier, in both directions.
+  // The legacy default stream barrier of the stream's device, in both directions.
   if (kind == stream_kind::legacy_default) {
-    clock_.join(blocking_issued_);
-  } else if (is_blocking(kind) && legacy_) {
-    clock_.join(stream_clocks_[*legacy_]);
+    clock_.join(blocking_issued_[device]);
+  } else if (is_blocking(kind) && legacy_[device]) {
+    clock_.join(stream_clocks_[*legacy_[device]]);
   }
   // A wait binds to the most recent record issued before it; none: no-op.
   if (op.kind == op_kind::stream_wait_event && record_clocks_[*op.event]) {
@@ -146,8 +151,8 @@ void ClockWalker::step_stream_op(const Op& op, op_id id) {
   clock_.place(epoch_);
 
   stream_clocks_[timeline] = clock_;
-  all_issued_.join(clock_);
-  if (is_blocking(kind)) blocking_issued_.join(clock_);
+  all_issued_[device].join(clock_);
+  if (is_blocking(kind)) blocking_issued_[device].join(clock_);
   if (op.kind == op_kind::event_record) {
     record_clocks_[*op.event] = clock_;
     records_[*op.event] = id;
@@ -166,8 +171,8 @@ void ClockWalker::step_host_op(const Op& op) {
       if (record_clocks_[*op.event]) clock_.join(*record_clocks_[*op.event]);
       break;
     case op_kind::host_work: break;
-    default:  // cudaDeviceSynchronize, allocation and free drain the device
-      clock_.join(all_issued_);
+    default:  // cudaDeviceSynchronize, allocation and free drain their device
+      clock_.join(all_issued_[op.device]);
       break;
   }
   epoch_ = Epoch{host_timeline(), ++host_calls_};

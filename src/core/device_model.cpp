@@ -163,7 +163,7 @@ DeviceModel unit() {
   m.name = "unit";
   m.mapping = queue_mapping::per_stream;
   m.connections = DeviceModel::max_connections;  // ideal: no stream shares a connection before the 33rd
-  m.h2d_pinned = m.d2h_pinned = m.h2d_pageable = m.d2h_pageable = m.d2d = m.memset = flat(1.0);
+  m.h2d_pinned = m.d2h_pinned = m.h2d_pageable = m.d2h_pageable = m.d2d = m.peer = m.memset = flat(1.0);
   return m;
 }
 
@@ -421,6 +421,7 @@ std::string DeviceModel::to_json() const {
       {"h2d_slowdown_when_bidirectional", h2d_slowdown_when_bidirectional},
       {"d2h_slowdown_when_bidirectional", d2h_slowdown_when_bidirectional},
   };
+  if (!peer.points.empty()) j["peer"] = curve_to_json(peer);
   if (start_latency_hidden_when_queued) j["start_latency_hidden_when_queued"] = true;
   if (kernels_share_sms) j["kernels_share_sms"] = true;
   json calls = json::object();
@@ -555,6 +556,8 @@ DeviceModel DeviceModel::from_json(std::string_view text) {
       m.d2h_pageable = curve_from_json(value, key);
     else if (key == "d2d")
       m.d2d = curve_from_json(value, key);
+    else if (key == "peer")
+      m.peer = curve_from_json(value, key);
     else if (key == "memset")
       m.memset = curve_from_json(value, key);
     else if (key == "h2d_slowdown_when_bidirectional")
@@ -620,6 +623,7 @@ void DeviceModel::validate() const {
   validate_curve(h2d_pageable, "device model: h2d_pageable");
   validate_curve(d2h_pageable, "device model: d2h_pageable");
   validate_curve(d2d, "device model: d2d");
+  if (!peer.points.empty()) validate_curve(peer, "device model: peer");
   validate_curve(memset, "device model: memset");
   require_slowdown(h2d_slowdown_when_bidirectional, "device model: h2d_slowdown_when_bidirectional");
   require_slowdown(d2h_slowdown_when_bidirectional, "device model: d2h_slowdown_when_bidirectional");

@@ -1,7 +1,6 @@
 #include "overlap/core/metrics.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstddef>
 #include <utility>
@@ -23,13 +22,25 @@ bool occupies_engine(const Span& span) noexcept {
   return span.unit != engine::none && span.end > span.start;
 }
 
+// Each GPU has its own engines: slot device * engine_count + engine.
+std::size_t device_count(const Timeline& timeline) {
+  std::size_t devices = 1;
+  for (const Stream& stream : timeline.streams) devices = std::max<std::size_t>(devices, stream.device + 1);
+  return devices;
+}
+
+device_id device_of(const Timeline& timeline, const Span& span) {
+  return span.stream < timeline.streams.size() ? timeline.streams[span.stream].device : 0;
+}
+
 // Indices of each engine's spans, sorted by start: the one O(n log n) step
 // that busy time, stalls and the overlap sweep all build on.
-std::array<std::vector<std::size_t>, engine_count> spans_by_engine(const Timeline& timeline) {
-  std::array<std::vector<std::size_t>, engine_count> groups;
+std::vector<std::vector<std::size_t>> spans_by_engine(const Timeline& timeline) {
+  std::vector<std::vector<std::size_t>> groups(device_count(timeline) * engine_count);
   for (std::size_t i = 0; i < timeline.spans.size(); ++i) {
     const Span& span = timeline.spans[i];
-    if (occupies_engine(span)) groups[static_cast<std::size_t>(span.unit)].push_back(i);
+    if (occupies_engine(span))
+      groups[device_of(timeline, span) * engine_count + static_cast<std::size_t>(span.unit)].push_back(i);
   }
   for (auto& group : groups) {
     std::sort(group.begin(), group.end(), [&](std::size_t a, std::size_t b) {
@@ -44,7 +55,8 @@ std::array<std::vector<std::size_t>, engine_count> spans_by_engine(const Timelin
 // Merges one engine's sorted spans into disjoint intervals and records every
 // gap that a later span had to wait across.
 std::vector<Interval> merge_and_find_stalls(const Timeline& timeline, const std::vector<std::size_t>& sorted,
-                                            engine unit, double tolerance, std::vector<Stall>& stalls) {
+                                            engine unit, device_id device, double tolerance,
+                                            std::vector<Stall>& stalls) {
   std::vector<Interval> merged;
   for (std::size_t index : sorted) {
     const Span& span = timeline.spans[index];
@@ -54,7 +66,7 @@ std::vector<Interval> merge_and_find_stalls(const Timeline& timeline, const std:
     }
     Interval& last = merged.back();
     if (span.start - last.end > tolerance) {
-      stalls.push_back({unit, last.end, span.start, span.op, span.waited_because, span.waited_for});
+      stalls.push_back({unit, device, last.end, span.start, span.op, span.waited_because, span.waited_for});
       merged.push_back({span.start, span.end});
     } else {
       last.end = std::max(last.end, span.end);
@@ -71,7 +83,7 @@ double union_length(const std::vector<Interval>& merged) noexcept {
 
 // Each engine's intervals are disjoint, so the number of open intervals at a
 // point is the number of distinct busy engines there.
-double time_with_two_or_more_busy(const std::array<std::vector<Interval>, engine_count>& merged) {
+double time_with_two_or_more_busy(const std::vector<std::vector<Interval>>& merged) {
   std::vector<std::pair<double, int>> events;
   for (const auto& intervals : merged) {
     for (const Interval& interval : intervals) {
@@ -92,15 +104,15 @@ double time_with_two_or_more_busy(const std::array<std::vector<Interval>, engine
   return overlapped;
 }
 
-std::vector<EngineUsage> usage_busiest_first(const std::array<std::vector<Interval>, engine_count>& merged,
-                                             double total) {
+std::vector<EngineUsage> usage_busiest_first(const std::vector<std::vector<Interval>>& merged, double total) {
   std::vector<EngineUsage> usage;
-  for (std::size_t e = 0; e < engine_count; ++e) {
-    if (merged[e].empty()) continue;
-    const double busy = union_length(merged[e]);
-    usage.push_back({static_cast<engine>(e), busy, total > 0.0 ? busy / total : 0.0});
+  for (std::size_t slot = 0; slot < merged.size(); ++slot) {
+    if (merged[slot].empty()) continue;
+    const double busy = union_length(merged[slot]);
+    usage.push_back({static_cast<engine>(slot % engine_count), static_cast<device_id>(slot / engine_count),
+                     busy, total > 0.0 ? busy / total : 0.0});
   }
-  // Stable: equally busy engines keep the enum order, so output is deterministic.
+  // Stable: equally busy engines keep device and enum order, so output is deterministic.
   std::stable_sort(usage.begin(), usage.end(),
                    [](const EngineUsage& a, const EngineUsage& b) { return a.busy > b.busy; });
   return usage;
@@ -110,6 +122,7 @@ void sort_longest_first(std::vector<Stall>& stalls) {
   std::sort(stalls.begin(), stalls.end(), [](const Stall& a, const Stall& b) {
     if (a.idle() != b.idle()) return a.idle() > b.idle();
     if (a.idle_from != b.idle_from) return a.idle_from < b.idle_from;
+    if (a.device != b.device) return a.device < b.device;
     if (a.unit != b.unit) return a.unit < b.unit;
     return a.op < b.op;
   });
@@ -139,9 +152,11 @@ Metrics compute_metrics(const Timeline& timeline) {
   // timelines (microsecond events over seconds) is not reported as a stall.
   const double tolerance = 1e-9 * std::max(1.0, std::abs(metrics.total));
   const auto groups = spans_by_engine(timeline);
-  std::array<std::vector<Interval>, engine_count> merged;
-  for (std::size_t e = 0; e < engine_count; ++e) {
-    merged[e] = merge_and_find_stalls(timeline, groups[e], static_cast<engine>(e), tolerance, metrics.stalls);
+  std::vector<std::vector<Interval>> merged(groups.size());
+  for (std::size_t slot = 0; slot < groups.size(); ++slot) {
+    merged[slot] =
+        merge_and_find_stalls(timeline, groups[slot], static_cast<engine>(slot % engine_count),
+                              static_cast<device_id>(slot / engine_count), tolerance, metrics.stalls);
   }
 
   metrics.engines = usage_busiest_first(merged, metrics.total);
@@ -150,6 +165,7 @@ Metrics compute_metrics(const Timeline& timeline) {
   }
   if (!metrics.engines.empty()) {
     metrics.bound_engine = metrics.engines.front().unit;
+    metrics.bound_device = metrics.engines.front().device;
     metrics.bound = metrics.engines.front().busy;
     metrics.bound_attainment = metrics.total > 0.0 ? metrics.bound / metrics.total : 0.0;
   }

@@ -118,6 +118,10 @@ void validate_kernel_cost(const PipelineShape& shape) {
 void validate(const PipelineShape& shape) {
   require_at_least_one(shape.chunks, "chunks");
   require_at_least_one(shape.streams, "streams");
+  if (shape.devices < 1 || shape.devices > limits::max_devices) {
+    throw invalid_input(
+        fmt::format("devices: {} is out of range (expected 1 to {})", shape.devices, limits::max_devices));
+  }
   require_item_names(shape);
   // Program allows one legacy default stream; say so in terms of the shape.
   if (shape.kind == stream_kind::legacy_default && shape.streams > 1) {
@@ -175,16 +179,33 @@ std::string item_name(const PipelineShape& shape, std::uint32_t chunk) {
 }
 
 /// Streams, slot events and the ring layout shared by every op of a build.
+// With several devices chunk c runs on device c mod devices, as that
+// device's chunk c / devices (its "local" index): each device has its own
+// streams (device-major in `streams`), ring of slots and slot events.
 struct Layout {
   const PipelineShape& shape;  // with chunks settled (the schedule's size when it has one)
   std::vector<ChunkBytes> extents;
   std::vector<stream_id> streams;
-  std::vector<event_id> slot_free;  // one per slot when slots pass between streams
+  std::vector<event_id> slot_free;  // one per slot and device when slots pass between streams
   std::uint32_t depth = 1;
 
-  [[nodiscard]] std::uint32_t slot(std::uint32_t chunk) const { return chunk % depth; }
-  [[nodiscard]] stream_id stream_of(std::uint32_t chunk) const { return streams[chunk % streams.size()]; }
-  [[nodiscard]] bool slots_change_stream() const { return depth % streams.size() != 0; }
+  [[nodiscard]] std::uint32_t devices() const { return shape.devices; }
+  [[nodiscard]] device_id device_of(std::uint32_t chunk) const { return chunk % shape.devices; }
+  [[nodiscard]] std::uint32_t local(std::uint32_t chunk) const { return chunk / shape.devices; }
+  [[nodiscard]] std::uint32_t slot(std::uint32_t chunk) const { return local(chunk) % depth; }
+  /// The slot's index among every device's slots (for slot_free).
+  [[nodiscard]] std::uint32_t slot_index(std::uint32_t chunk) const {
+    return device_of(chunk) * depth + slot(chunk);
+  }
+  [[nodiscard]] stream_id stream_of(std::uint32_t chunk) const {
+    return streams[device_of(chunk) * shape.streams + local(chunk) % shape.streams];
+  }
+  [[nodiscard]] bool slots_change_stream() const { return depth % shape.streams != 0; }
+  /// A device buffer's name: "d_in_0", or "gpu1.d_in_0" on several devices.
+  [[nodiscard]] std::string buffer(std::string_view name, std::uint32_t chunk) const {
+    if (shape.devices == 1) return fmt::format("{}_{}", name, slot(chunk));
+    return fmt::format("gpu{}.{}_{}", device_of(chunk), name, slot(chunk));
+  }
   [[nodiscard]] ChunkExtent in(std::uint32_t chunk) const { return extents[chunk].in; }
   [[nodiscard]] ChunkExtent out(std::uint32_t chunk) const { return extents[chunk].out; }
 
@@ -218,13 +239,12 @@ ChunkExtent host_extent(ChunkExtent extent, std::uint32_t chunk) {
 void declare_accesses(Op& op, const Layout& layout, stage which, std::uint32_t chunk) {
   // Chunk c's bytes sit at the start of its slot's buffers; under a varying
   // schedule every slot is sized for the largest chunk (see ring_bytes).
-  const std::uint32_t slot = layout.slot(chunk);
   const ChunkExtent in = layout.in(chunk);
   const ChunkExtent out = layout.out(chunk);
   const ChunkExtent host_in = host_extent(in, chunk);
   const ChunkExtent host_out = host_extent(out, chunk);
-  const std::string d_in = fmt::format("d_in_{}", slot);
-  const std::string d_out = fmt::format("d_out_{}", slot);
+  const std::string d_in = layout.buffer("d_in", chunk);
+  const std::string d_out = layout.buffer("d_out", chunk);
   switch (which) {
     case stage::h2d:
       op.accesses = {access("host_in", host_in.offset, host_in.bytes, access_mode::read),
@@ -278,14 +298,16 @@ void issue_stage(Program& program, const Layout& layout, stage which, std::uint3
 
 // A chunk taking over a slot last used on another stream waits for it.
 void wait_for_slot(Program& program, const Layout& layout, std::uint32_t chunk) {
-  if (!layout.slots_change_stream() || chunk < layout.depth) return;
-  program.wait(layout.stream_of(chunk), layout.slot_free[layout.slot(chunk)]);
+  if (!layout.slots_change_stream() || layout.local(chunk) < layout.depth) return;
+  program.wait(layout.stream_of(chunk), layout.slot_free[layout.slot_index(chunk)]);
 }
 
 // ... and the chunk before it in the slot says when it is done with it.
 void release_slot(Program& program, const Layout& layout, std::uint32_t chunk) {
-  if (!layout.slots_change_stream() || chunk + layout.depth >= layout.shape.chunks) return;
-  program.record(layout.slot_free[layout.slot(chunk)], layout.stream_of(chunk));
+  // The next chunk in this slot is `depth` of this device's chunks later.
+  const std::uint64_t next = std::uint64_t{chunk} + std::uint64_t{layout.depth} * layout.devices();
+  if (!layout.slots_change_stream() || next >= layout.shape.chunks) return;
+  program.record(layout.slot_free[layout.slot_index(chunk)], layout.stream_of(chunk));
 }
 
 // Stage streams: the upload stream first, the kernel streams, the download
@@ -298,32 +320,38 @@ void build_stage_streams(Program& program, const Layout& layout, const std::vect
   std::vector<event_id> ready_in;
   std::vector<event_id> ready_out;
   std::vector<event_id> slot_free;
-  for (std::uint32_t k = 0; k < layout.depth; ++k) {
-    ready_in.push_back(program.add_event(fmt::format("slot{}_in", k)));
-    ready_out.push_back(program.add_event(fmt::format("slot{}_out", k)));
-    slot_free.push_back(program.add_event(fmt::format("slot{}_free", k)));
-  }
-  const auto stream_for = [&](stage which, std::uint32_t chunk) {
-    switch (which) {
-      case stage::h2d: return layout.streams.front();
-      case stage::kernel: return layout.streams[1 + chunk % kernel_streams];
-      case stage::d2h: return layout.streams.back();
+  for (std::uint32_t d = 0; d < layout.devices(); ++d) {
+    const std::string prefix = layout.devices() == 1 ? std::string() : fmt::format("gpu{}.", d);
+    for (std::uint32_t k = 0; k < layout.depth; ++k) {
+      ready_in.push_back(program.add_event(fmt::format("{}slot{}_in", prefix, k)));
+      ready_out.push_back(program.add_event(fmt::format("{}slot{}_out", prefix, k)));
+      slot_free.push_back(program.add_event(fmt::format("{}slot{}_free", prefix, k)));
     }
-    return layout.streams.front();
+  }
+  // Each device's streams: its upload stream first, its kernel streams, its download stream last.
+  const auto stream_for = [&](stage which, std::uint32_t chunk) {
+    const std::size_t first = std::size_t{layout.device_of(chunk)} * shape.streams;
+    switch (which) {
+      case stage::h2d: return layout.streams[first];
+      case stage::kernel: return layout.streams[first + 1 + layout.local(chunk) % kernel_streams];
+      case stage::d2h: return layout.streams[first + shape.streams - 1];
+    }
+    return layout.streams[first];
   };
   const auto ready_after = [&](stage which, std::uint32_t slot) {
     return which == stage::h2d ? ready_in[slot] : ready_out[slot];
   };
   for (std::uint32_t chunk = 0; chunk < shape.chunks; ++chunk) {
-    const std::uint32_t slot = layout.slot(chunk);
+    const std::uint32_t slot = layout.slot_index(chunk);
+    const std::uint64_t next_in_slot = std::uint64_t{chunk} + std::uint64_t{layout.depth} * layout.devices();
     for (std::size_t i = 0; i < stages.size(); ++i) {
       const stream_id stream = stream_for(stages[i], chunk);
-      if (i == 0 && chunk >= layout.depth) program.wait(stream, slot_free[slot]);
+      if (i == 0 && layout.local(chunk) >= layout.depth) program.wait(stream, slot_free[slot]);
       if (i > 0) program.wait(stream, ready_after(stages[i - 1], slot));
       issue_stage(program, layout, stages[i], chunk, stream);
       if (i + 1 < stages.size()) {
         program.record(ready_after(stages[i], slot), stream);
-      } else if (chunk + layout.depth < shape.chunks) {
+      } else if (next_in_slot < shape.chunks) {
         program.record(slot_free[slot], stream);
       }
     }
@@ -456,31 +484,44 @@ Program build_program(const PipelineShape& shape) {
         "a program (use fewer, larger chunks: past a few thousand the timeline looks the same)",
         shape.chunks, ops, static_cast<double>(ops * limits::timeline_bytes_per_op) / 1e9, limits::max_ops));
   }
-  limits::require_at_most(shape.streams, limits::max_streams, "streams", "streams",
-                          "a program's streams are declared one by one");
+  limits::require_at_most(std::uint64_t{shape.streams} * shape.devices, limits::max_streams, "streams",
+                          "streams", "a program's streams are declared one by one");
   Program program;
   program.name = shape.name;
   program.time_unit = shape.time_unit;
-  program.reserve(shape.streams, 3 * static_cast<std::size_t>(shape.chunks));
+  const std::size_t streams = std::size_t{shape.streams} * shape.devices;
+  program.reserve(streams, 3 * static_cast<std::size_t>(shape.chunks));
   Layout layout{shape, chunk_bytes(shape), {}, {}, effective_ring_depth(shape)};
-  for (std::uint32_t s = 0; s < shape.streams; ++s) {
-    layout.streams.push_back(program.add_stream(fmt::format("Stream{}", s + 1), shape.kind));
+  for (device_id d = 0; d < shape.devices; ++d) {
+    for (std::uint32_t s = 0; s < shape.streams; ++s) {
+      // One device keeps the names pipelines always had.
+      const std::string name =
+          shape.devices == 1 ? fmt::format("Stream{}", s + 1) : fmt::format("gpu{}.Stream{}", d, s + 1);
+      layout.streams.push_back(program.add_stream(name, shape.kind, 0, d));
+    }
   }
   const std::vector<stage> stages = present_stages(shape);
+  const auto synchronize_every_device = [&] {
+    for (device_id d = 0; d < shape.devices; ++d) program.synchronize_device(d);
+  };
   if (shape.order == issue_order::stage_streams) {
     build_stage_streams(program, layout, stages);
-    if (shape.synchronize_at_end) program.synchronize_device();
+    if (shape.synchronize_at_end) synchronize_every_device();
     return program;
   }
   if (layout.slots_change_stream()) {
-    for (std::uint32_t k = 0; k < layout.depth; ++k)
-      layout.slot_free.push_back(program.add_event(fmt::format("slot{}_free", k)));
+    for (device_id d = 0; d < shape.devices; ++d) {
+      const std::string prefix = shape.devices == 1 ? std::string() : fmt::format("gpu{}.", d);
+      for (std::uint32_t k = 0; k < layout.depth; ++k)
+        layout.slot_free.push_back(program.add_event(fmt::format("{}slot{}_free", prefix, k)));
+    }
   }
   // Depth-first is breadth-first with rounds of one chunk: each round issues
   // every stage of its chunks before the next stage, then moves on.
-  // Stage-first is one round of every chunk.
+  // Stage-first is one round of every chunk. On several devices a
+  // breadth-first round gives each device its streams' worth.
   const std::uint32_t round = shape.order == issue_order::depth_first     ? 1
-                              : shape.order == issue_order::breadth_first ? shape.streams
+                              : shape.order == issue_order::breadth_first ? shape.streams * shape.devices
                                                                           : shape.chunks;
   for (std::uint64_t first = 0; first < shape.chunks; first += round) {
     const auto end = static_cast<std::uint32_t>(std::min<std::uint64_t>(shape.chunks, first + round));
@@ -493,7 +534,7 @@ Program build_program(const PipelineShape& shape) {
     for (auto chunk = static_cast<std::uint32_t>(first); chunk < end; ++chunk)
       release_slot(program, layout, chunk);
   }
-  if (shape.synchronize_at_end) program.synchronize_device();
+  if (shape.synchronize_at_end) synchronize_every_device();
   return program;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -92,7 +93,7 @@ std::string default_label(const Op& op) {
       switch (op.direction) {
         case copy_direction::h2d: return "H2D";
         case copy_direction::d2h: return "D2H";
-        case copy_direction::d2d: return "D2D";
+        case copy_direction::d2d: return op.peer ? "P2P" : "D2D";
       }
       break;
     case op_kind::memset: return "Memset";
@@ -119,18 +120,38 @@ void require_time(const std::optional<double>& value, op_kind kind, bool require
 
 }  // namespace
 
-stream_id Program::add_stream(std::string stream_name, stream_kind kind, int priority) {
+stream_id Program::add_stream(std::string stream_name, stream_kind kind, int priority, device_id device) {
   if (stream_name.empty()) throw invalid_input("stream name: must not be empty");
   if (find_stream(stream_name)) throw invalid_input(fmt::format("stream '{}': declared twice", stream_name));
-  if (kind == stream_kind::legacy_default && legacy_stream_) {
-    throw invalid_input(fmt::format("stream '{}': the legacy default stream is already '{}'", stream_name,
-                                    streams_[*legacy_stream_].name));
+  if (device >= limits::max_devices) {
+    throw invalid_input(fmt::format("stream '{}': device: {} is out of range (expected 0 to {})", stream_name,
+                                    device, limits::max_devices - 1));
+  }
+  if (kind == stream_kind::legacy_default) {
+    if (const auto existing = find_legacy_default_stream(device)) {
+      throw invalid_input(fmt::format("stream '{}': the legacy default stream of device {} is already '{}'",
+                                      stream_name, device, streams_[*existing].name));
+    }
   }
   const auto id = static_cast<stream_id>(streams_.size());
   stream_index_.emplace(stream_name, id);
-  if (kind == stream_kind::legacy_default) legacy_stream_ = id;
-  streams_.push_back(Stream{std::move(stream_name), kind, priority});
+  use_devices(device + 1);
+  if (kind == stream_kind::legacy_default) legacy_streams_[device] = id;
+  streams_.push_back(Stream{std::move(stream_name), kind, priority, device});
   return id;
+}
+
+void Program::use_devices(std::uint32_t count) {
+  if (count > limits::max_devices) {
+    throw invalid_input(
+        fmt::format("devices: {} is out of range (expected 1 to {})", count, limits::max_devices));
+  }
+  device_count_ = std::max(device_count_, count);
+  if (legacy_streams_.size() < device_count_) legacy_streams_.resize(device_count_);
+}
+
+std::optional<stream_id> Program::find_legacy_default_stream(device_id device) const noexcept {
+  return device < legacy_streams_.size() ? legacy_streams_[device] : std::nullopt;
 }
 
 void Program::reserve(std::size_t streams, std::size_t ops) {
@@ -147,13 +168,15 @@ Program Program::without_ops() const {
   copy.events_ = events_;
   copy.stream_index_ = stream_index_;
   copy.event_index_ = event_index_;
-  copy.legacy_stream_ = legacy_stream_;
+  copy.legacy_streams_ = legacy_streams_;
+  copy.device_count_ = device_count_;
   return copy;
 }
 
-stream_id Program::legacy_default_stream() {
-  if (legacy_stream_) return *legacy_stream_;
-  return add_stream("default", stream_kind::legacy_default);
+stream_id Program::legacy_default_stream(device_id device) {
+  if (const auto existing = find_legacy_default_stream(device)) return *existing;
+  return add_stream(device == 0 ? std::string("default") : fmt::format("default@gpu{}", device),
+                    stream_kind::legacy_default, 0, device);
 }
 
 event_id Program::add_event(std::string event_name) {
@@ -186,6 +209,34 @@ void Program::validate(const Op& op) const {
   if (op.stream && *op.stream >= streams_.size()) {
     throw invalid_input(fmt::format("{}: stream: id {} is not declared", to_string(op.kind), *op.stream));
   }
+  if (op.device >= limits::max_devices) {
+    throw invalid_input(fmt::format("{}: device: {} is out of range (expected 0 to {})", to_string(op.kind),
+                                    op.device, limits::max_devices - 1));
+  }
+  if (op.peer) {
+    if (op.kind != op_kind::copy || op.direction != copy_direction::d2d)
+      throw invalid_input(
+          fmt::format("{}: peer: only a d2d copy runs between two devices", to_string(op.kind)));
+    for (const device_id end : {op.peer->from, op.peer->to}) {
+      if (end >= limits::max_devices) {
+        throw invalid_input(fmt::format("copy: peer: device {} is out of range (expected 0 to {})", end,
+                                        limits::max_devices - 1));
+      }
+    }
+    if (op.peer->from == op.peer->to) {
+      throw invalid_input(
+          fmt::format("copy: peer: from and to are both device {} (a copy within one device is a plain d2d)",
+                      op.peer->to));
+    }
+    if (op.stream && *op.stream < streams_.size()) {
+      const Stream& s = streams_[*op.stream];
+      if (s.device != op.peer->from && s.device != op.peer->to) {
+        throw invalid_input(fmt::format(
+            "copy: stream: '{}' is on device {}, neither end of the peer copy from device {} to device {}",
+            s.name, s.device, op.peer->from, op.peer->to));
+      }
+    }
+  }
   if (needs_event && !op.event) throw invalid_input(fmt::format("{}: event: required", to_string(op.kind)));
   if (op.event && *op.event >= events_.size()) {
     throw invalid_input(fmt::format("{}: event: id {} is not declared", to_string(op.kind), *op.event));
@@ -214,7 +265,11 @@ void Program::validate(const Op& op) const {
 }
 
 op_id Program::append(Op op) {
+  // A stream op runs on its stream's device, whatever the caller set.
+  if (op.stream && *op.stream < streams_.size()) op.device = streams_[*op.stream].device;
   validate(op);
+  use_devices(op.device + 1);
+  if (op.peer) use_devices(std::max(op.peer->from, op.peer->to) + 1);
   if (op.label.empty()) op.label = default_label(op);
   ops_.push_back(std::move(op));
   return static_cast<op_id>(ops_.size() - 1);
@@ -247,6 +302,18 @@ op_id Program::copy_sync(copy_direction direction, std::uint64_t bytes, host_mem
   op.bytes = bytes;
   op.memory = memory;
   op.mode = call_mode::synchronous;
+  op.duration = duration;
+  return append(std::move(op));
+}
+
+op_id Program::copy_peer(stream_id stream, PeerEnds ends, std::uint64_t bytes,
+                         std::optional<double> duration) {
+  Op op;
+  op.kind = op_kind::copy;
+  op.stream = stream;
+  op.direction = copy_direction::d2d;
+  op.peer = ends;
+  op.bytes = bytes;
   op.duration = duration;
   return append(std::move(op));
 }
@@ -307,13 +374,14 @@ op_id Program::synchronize_event(event_id event) {
   return append(std::move(op));
 }
 
-op_id Program::synchronize_device() {
+op_id Program::synchronize_device(device_id device) {
   Op op;
   op.kind = op_kind::device_synchronize;
+  op.device = device;
   return append(std::move(op));
 }
 
-op_id Program::implicit_sync(op_kind kind, double host_cost) {
+op_id Program::implicit_sync(op_kind kind, double host_cost, device_id device) {
   if (!is_implicitly_synchronizing(kind)) {
     throw invalid_input(
         fmt::format("implicit_sync: {} is not an implicitly synchronizing call", to_string(kind)));
@@ -321,6 +389,7 @@ op_id Program::implicit_sync(op_kind kind, double host_cost) {
   Op op;
   op.kind = kind;
   op.duration = host_cost;
+  op.device = device;
   return append(std::move(op));
 }
 

@@ -57,8 +57,13 @@ TimeScale scale_for(const std::string& unit) {
 int stream_tid(stream_id stream) {
   return static_cast<int>(stream) + 1;
 }
-int engine_tid(engine unit) {
-  return static_cast<int>(unit) + 1;
+// Each GPU's engines get lanes of their own: GPU d's after GPU d - 1's.
+constexpr int engines_per_device = static_cast<int>(engine::none) + 1;
+device_id device_of(const Timeline& timeline, const Span& span) {
+  return span.stream < timeline.streams.size() ? timeline.streams[span.stream].device : 0;
+}
+int engine_tid(engine unit, device_id device) {
+  return static_cast<int>(device) * engines_per_device + static_cast<int>(unit) + 1;
 }
 
 json metadata(const char* what, int pid, int tid, json args) {
@@ -67,9 +72,10 @@ json metadata(const char* what, int pid, int tid, json args) {
   return event;
 }
 
-void add_thread(EventWriter& events, int pid, int tid, const std::string& name, int sort_index) {
+// A named lane, sorted by its thread id.
+void add_thread(EventWriter& events, int pid, int tid, const std::string& name) {
   events.add(metadata("thread_name", pid, tid, {{"name", name}}));
-  events.add(metadata("thread_sort_index", pid, tid, {{"sort_index", sort_index}}));
+  events.add(metadata("thread_sort_index", pid, tid, {{"sort_index", tid}}));
 }
 
 void add_metadata(EventWriter& events, const Timeline& timeline) {
@@ -83,20 +89,18 @@ void add_metadata(EventWriter& events, const Timeline& timeline) {
   const std::size_t threads = std::max<std::size_t>(timeline.host_threads.size(), 1);
   for (std::size_t i = 0; i < threads; ++i) {
     const int tid = host_tid + static_cast<int>(i);
-    add_thread(events, host_pid, tid, threads == 1 ? std::string("host thread") : timeline.host_threads[i],
-               tid);
+    add_thread(events, host_pid, tid, threads == 1 ? std::string("host thread") : timeline.host_threads[i]);
   }
   std::set<stream_id> streams;
-  std::set<engine> engines;
+  std::set<std::pair<device_id, engine>> engines;
   for (stream_id s = 0; s < timeline.streams.size(); ++s) streams.insert(s);
   for (const Span& span : timeline.spans) {
     streams.insert(span.stream);
-    if (span.unit != engine::none) engines.insert(span.unit);
+    if (span.unit != engine::none) engines.emplace(device_of(timeline, span), span.unit);
   }
-  for (stream_id s : streams)
-    add_thread(events, stream_pid, stream_tid(s), stream_name(timeline, s), stream_tid(s));
-  for (engine e : engines)
-    add_thread(events, engine_pid, engine_tid(e), std::string(to_string(e)), engine_tid(e));
+  for (stream_id s : streams) add_thread(events, stream_pid, stream_tid(s), stream_name(timeline, s));
+  for (const auto& [gpu, unit] : engines)
+    add_thread(events, engine_pid, engine_tid(unit, gpu), detail::engine_label(timeline, unit, gpu));
 }
 
 std::string event_name(const Span& span) {
@@ -151,7 +155,7 @@ void add_spans(EventWriter& events, const Timeline& timeline, const TimeScale& s
     events.add(event);
     event["cat"] = "engine";
     event["pid"] = engine_pid;
-    event["tid"] = engine_tid(span.unit);
+    event["tid"] = engine_tid(span.unit, device_of(timeline, span));
     events.add(event);
   }
 }

@@ -27,13 +27,13 @@ std::string summary_table(const Timeline& t, const Metrics& m) {
   row("Sequential time", time(m.sequential));
   row("Speedup", fmt::format("{:.2f}x", m.speedup));
   for (const EngineUsage& e : m.engines)
-    row(escape(fmt::format("{} busy", to_string(e.unit))),
+    row(escape(fmt::format("{} busy", detail::engine_label(t, e.unit, e.device))),
         fmt::format("{} ({})", percent(e.busy_fraction), time(e.busy)));
   row("Two or more engines busy", fmt::format("{} of the time", percent(m.multi_engine_busy_fraction)));
   if (m.bound > 0.0) {
     row("Bound", fmt::format("{} busy {}: the run took {:.2f}x the bound ({} of ideal)",
-                             escape(std::string(to_string(m.bound_engine))), time(m.bound), m.total / m.bound,
-                             percent(m.bound_attainment)));
+                             escape(detail::engine_label(t, m.bound_engine, m.bound_device)), time(m.bound),
+                             m.total / m.bound, percent(m.bound_attainment)));
   }
   if (const auto blocked = detail::host_blocked(t); blocked && *blocked > 0.0)
     row("Host blocked", time(*blocked) + " in synchronous calls");

@@ -65,9 +65,10 @@ const std::vector<OpForm>& op_forms() {
       {"wait", op_kind::stream_wait_event, std::nullopt, {"stream", "event"}},
       {"stream_sync", op_kind::stream_synchronize, std::nullopt, {"stream"}},
       {"event_sync", op_kind::event_synchronize, std::nullopt, {"event"}},
-      {"device_sync", op_kind::device_synchronize, std::nullopt, {}},
-      {"malloc", op_kind::device_allocate, std::nullopt, host_cost},
-      {"free", op_kind::device_free, std::nullopt, host_cost},
+      {"peer", op_kind::copy, copy_direction::d2d, {"stream", "bytes", "time", "from", "to"}},
+      {"device_sync", op_kind::device_synchronize, std::nullopt, {"device"}},
+      {"malloc", op_kind::device_allocate, std::nullopt, {"time", "device"}},
+      {"free", op_kind::device_free, std::nullopt, {"time", "device"}},
       {"host_alloc", op_kind::host_allocate, std::nullopt, host_cost},
       {"host_free", op_kind::host_free, std::nullopt, host_cost},
       {"host_work", op_kind::host_work, std::nullopt, host_cost},
@@ -79,6 +80,12 @@ const field_list kCommonOpFields = {"label", "item", "chunk", "reads", "writes"}
 
 bool takes(const OpForm& form, std::string_view field) {
   return std::find(form.fields.begin(), form.fields.end(), field) != form.fields.end();
+}
+
+constexpr std::string_view kDeviceExpected = "a GPU number from 0 (as cudaSetDevice numbers them)";
+
+device_id read_device(const Field& field) {
+  return static_cast<device_id>(read_integer(field, 0, limits::max_devices - 1));
 }
 
 const OpForm& read_op_form(const Field& op) {
@@ -132,6 +139,14 @@ void read_payload(const Field& op_field, const OpForm& form, Op& op) {
   if (auto share = op_field.get("share")) op.gpu_share = read_share(*share);
   if (auto prints = op_field.get("prints")) op.prints = read_bool(*prints);
   if (op.kind == op_kind::copy) read_copy_mode(op_field, form, op);
+  if (form.name == "peer") {
+    // cudaMemcpyPeerAsync: always asynchronous, device memory at both ends.
+    op.peer = PeerEnds{read_device(op_field.require("from", kDeviceExpected)),
+                       read_device(op_field.require("to", kDeviceExpected))};
+  }
+  if (takes(form, "device")) {
+    if (auto device = op_field.get("device")) op.device = read_device(*device);
+  }
   if (op.kind == op_kind::memset) op.mode = read_call_mode(op_field);
   // Program::implicit_sync always sets a host cost; match it.
   if (is_implicitly_synchronizing(op.kind) && !op.duration) op.duration = 0.0;
@@ -202,7 +217,7 @@ class AccessReader {
   }
 };
 
-const field_list kStreamFields = {"name", "kind", "priority"};
+const field_list kStreamFields = {"name", "kind", "priority", "device"};
 
 /// `default` and `per_thread` always mean the two default streams. They are
 /// made on first use, or declared with their own kind to give them a place
@@ -213,9 +228,30 @@ std::optional<stream_kind> reserved_stream_kind(std::string_view name) {
   return std::nullopt;
 }
 
+/// "default@gpuN": the legacy default stream of device N (N > 0; device 0's is "default").
+std::optional<device_id> legacy_stream_device(std::string_view name) {
+  constexpr std::string_view prefix = "default@gpu";
+  if (!name.starts_with(prefix) || name.size() == prefix.size() || name.size() > prefix.size() + 2)
+    return std::nullopt;
+  device_id device = 0;
+  for (const char c : name.substr(prefix.size())) {
+    if (c < '0' || c > '9') return std::nullopt;
+    device = device * 10 + static_cast<device_id>(c - '0');
+  }
+  if (device == 0 || device >= limits::max_devices) return std::nullopt;
+  return device;
+}
+
 /// Builds a Program from the explicit form, resolving names as it goes.
 class ExplicitReader {
  public:
+  /// `devices: N`: the GPUs the program may use, 0 .. N - 1. Without it any
+  /// device a stream or op names is taken.
+  void read_devices(const Field& field) {
+    devices_ = static_cast<std::uint32_t>(read_integer(field, 1, limits::max_devices));
+    program_.use_devices(*devices_);
+  }
+
   void read_streams(const Field& list) {
     require_list(list, "a list of streams {name, kind, priority}", true);
     require_at_most(list, limits::max_streams, "streams");
@@ -270,8 +306,19 @@ class ExplicitReader {
     const Field name = field.require("name", "a stream name");
     const std::optional<Field> kind = field.get("kind");
     const std::optional<Field> priority = field.get("priority");
+    const std::optional<Field> device = field.get("device");
     add_stream(name, kind ? *kind : name, kind ? read_choice(*kind, kStreamKinds) : stream_kind::blocking,
-               priority ? read_priority(*priority) : 0);
+               priority ? read_priority(*priority) : 0, device ? checked_device(*device) : 0);
+  }
+
+  /// A device within `devices:`, when that is given.
+  device_id checked_device(const Field& field) const {
+    const device_id device = read_device(field);
+    if (devices_ && device >= *devices_) {
+      field.fail(fmt::format("device {} is not one of the {} declared", device, *devices_),
+                 fmt::format("0 to {} (devices: {})", *devices_ - 1, *devices_));
+    }
+    return device;
   }
 
   static int read_priority(const Field& field) {
@@ -279,7 +326,8 @@ class ExplicitReader {
         read_integer(field, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
   }
 
-  void add_stream(const Field& name_field, const Field& kind_field, stream_kind kind, int priority) {
+  void add_stream(const Field& name_field, const Field& kind_field, stream_kind kind, int priority,
+                  device_id device = 0) {
     const std::string name = read_string(name_field);
     const std::optional<stream_kind> reserved = reserved_stream_kind(name);
     if (reserved && kind != *reserved) {
@@ -290,7 +338,7 @@ class ExplicitReader {
     if (program_.find_stream(name))
       name_field.fail(fmt::format("stream {} declared twice", shown(name)), "unique names");
     try {
-      program_.add_stream(name, kind, priority);
+      program_.add_stream(name, kind, priority, device);
     } catch (const invalid_input& e) {
       kind_field.fail_raw(e.what());  // a second legacy default stream
     }
@@ -303,6 +351,7 @@ class ExplicitReader {
     Op op;
     op.kind = form.kind;
     read_payload(field, form, op);
+    check_devices(field, op);
     if (takes(form, "stream")) op.stream = read_op_stream(field, op);
     if (takes(form, "event")) op.event = resolve_event(field.require("event", events_expected()));
     read_common(field, op);
@@ -310,6 +359,15 @@ class ExplicitReader {
       program_.append(std::move(op));
     } catch (const invalid_input& e) {
       field.fail_raw(e.what());  // fields are checked above; this is a safety net
+    }
+  }
+
+  /// An op's device fields, against `devices:` when given.
+  void check_devices(const Field& field, const Op& op) const {
+    if (auto device = field.get("device")) (void)checked_device(*device);
+    if (op.peer) {
+      (void)checked_device(field.require("from", kDeviceExpected));
+      (void)checked_device(field.require("to", kDeviceExpected));
     }
   }
 
@@ -334,6 +392,15 @@ class ExplicitReader {
     const std::string name = read_string(field);
     if (name == "default") return program_.legacy_default_stream();
     if (name == "per_thread") return per_thread_stream();
+    const std::optional<device_id> device = legacy_stream_device(name);
+    if (device && !program_.find_stream(name)) {
+      if (devices_ && *device >= *devices_) {
+        field.fail(
+            fmt::format("{} is on device {}, not one of the {} declared", shown(name), *device, *devices_),
+            streams_expected());
+      }
+      return program_.legacy_default_stream(*device);
+    }
     const std::optional<stream_id> stream = program_.find_stream(name);
     if (!stream) field.fail(fmt::format("{} is not a declared stream", shown(name)), streams_expected());
     return *stream;
@@ -418,6 +485,7 @@ class ExplicitReader {
   }
 
   Program program_;
+  std::optional<std::uint32_t> devices_;                         // empty: devices: absent
   std::optional<std::map<std::string, std::uint64_t>> buffers_;  // empty: buffers: absent
   std::optional<stream_id> per_thread_;
 };
@@ -426,6 +494,7 @@ class ExplicitReader {
 
 Program read_explicit(const Field& root, const Field& ops) {
   ExplicitReader reader;
+  if (auto devices = root.get("devices")) reader.read_devices(*devices);
   if (auto streams = root.get("streams")) reader.read_streams(*streams);
   if (auto events = root.get("events")) reader.read_events(*events);
   if (auto buffers = root.get("buffers")) reader.read_buffers(*buffers);

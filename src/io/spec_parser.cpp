@@ -34,7 +34,7 @@ using spec::read_pipeline;
 using spec::read_string;
 using spec::require_map;
 
-const field_list kTopFields = {"name", "time_unit", "device", "pipeline",
+const field_list kTopFields = {"name", "time_unit", "device", "devices", "pipeline",
                                "ops",  "streams",   "events", "buffers"};
 constexpr std::string_view kTopExpected = "a map with name, time_unit, device, and pipeline: or ops:";
 
@@ -53,6 +53,9 @@ Program read_program(const Field& root) {
       field->fail("not allowed with pipeline:", "it only with ops:; a pipeline makes its own streams");
     }
   }
+  if (auto field = root.get("devices"))
+    field->fail("not allowed beside pipeline:",
+                "devices: inside pipeline: (the GPUs its chunks spread over)");
   return read_pipeline(*pipeline);
 }
 

@@ -14,6 +14,7 @@
 
 #include "overlap/core/error.hpp"
 #include "overlap/core/kernel_cost.hpp"
+#include "overlap/core/limits.hpp"
 #include "overlap/core/pipeline_shape.hpp"
 #include "overlap/core/program.hpp"
 #include "spec_fields.hpp"
@@ -24,8 +25,8 @@ namespace overlap::io::spec {
 namespace {
 
 const field_list kPipelineFields = {
-    "chunks", "items",          "streams",     "issue",  "stream_kind",  "stage_time",        "total_time",
-    "bytes",  "chunk_schedule", "kernel_cost", "memory", "kernel_share", "synchronize_at_end"};
+    "chunks", "items",          "streams",     "issue",  "stream_kind",  "stage_time",         "total_time",
+    "bytes",  "chunk_schedule", "kernel_cost", "memory", "kernel_share", "synchronize_at_end", "devices"};
 
 // A pipeline creates N streams of one kind; only one can be the legacy default.
 constexpr std::pair<std::string_view, stream_kind> kPipelineStreamKinds[] = {
@@ -176,6 +177,8 @@ PipelineShape read_pipeline_shape(const Field& pipeline) {
   read_chunks(pipeline, shape);
   if (auto field = pipeline.get("chunk_schedule")) read_chunk_schedule(pipeline, *field, shape);
   if (auto field = pipeline.get("streams")) shape.streams = read_count(*field);
+  if (auto field = pipeline.get("devices"))
+    shape.devices = static_cast<std::uint32_t>(read_integer(*field, 1, limits::max_devices));
   if (auto field = pipeline.get("issue")) shape.order = read_issue_order(*field);
   if (auto field = pipeline.get("stream_kind")) shape.kind = read_choice(*field, kPipelineStreamKinds);
   read_times(pipeline, shape);

@@ -185,7 +185,7 @@ bool is_default_stream(stream_kind kind) {
 /// The spec's `op:` word; copies say their direction.
 std::string_view spec_op_name(const Op& op) {
   switch (op.kind) {
-    case op_kind::copy: return to_string(op.direction);
+    case op_kind::copy: return op.peer ? "peer" : to_string(op.direction);
     case op_kind::memset: return "memset";
     case op_kind::kernel: return "kernel";
     case op_kind::host_function: return "host_func";
@@ -272,6 +272,10 @@ class StreamPlan {
 };
 
 std::string stream_declaration(const Stream& stream) {
+  if (stream.device != 0) {
+    return fmt::format("  - {{name: {}, kind: {}, priority: {}, device: {}}}\n", scalar(stream.name),
+                       to_string(stream.kind), stream.priority, stream.device);
+  }
   return fmt::format("  - {{name: {}, kind: {}, priority: {}}}\n", scalar(stream.name),
                      to_string(stream.kind), stream.priority);
 }
@@ -341,7 +345,11 @@ void add_payload_fields(const Program& program, const Op& op, std::vector<std::s
   if (takes_bytes(op.kind)) fields.push_back(fmt::format("bytes: {}", op.bytes));
   if (const std::optional<double> time = spec_time(op)) fields.push_back("time: " + number(*time));
   // Written even when it is the default, which differs for sync and async copies.
-  if (op.kind == op_kind::copy) fields.push_back(fmt::format("memory: {}", to_string(op.memory)));
+  if (op.kind == op_kind::copy && !op.peer) fields.push_back(fmt::format("memory: {}", to_string(op.memory)));
+  if (op.peer) fields.push_back(fmt::format("from: {}, to: {}", op.peer->from, op.peer->to));
+  const bool device_scoped = op.kind == op_kind::device_synchronize || op.kind == op_kind::device_allocate ||
+                             op.kind == op_kind::device_free;
+  if (device_scoped && op.device != 0) fields.push_back(fmt::format("device: {}", op.device));
   if (takes_bytes(op.kind) && op.mode == call_mode::synchronous) fields.emplace_back("sync: true");
   if (op.kind == op_kind::kernel && op.gpu_share != 1.0) fields.push_back("share: " + number(op.gpu_share));
   if (op.kind == op_kind::kernel && op.prints) fields.emplace_back("prints: true");
@@ -384,6 +392,7 @@ std::string to_spec(const Program& program, std::string_view header_comment) {
   std::string out = header(header_comment);
   if (!program.name.empty()) out += "name: " + scalar(program.name) + "\n";
   if (!program.time_unit.empty()) out += "time_unit: " + scalar(program.time_unit) + "\n";
+  if (program.device_count() > 1) out += fmt::format("devices: {}\n", program.device_count());
   out += streams_section(program);
   out += events_section(program);
   out += ops_section(program);

@@ -82,18 +82,18 @@ std::string stall_line(const Timeline& timeline, const span_index& index, const 
     who = fmt::format("{} on {}", op_name(waiting), stream_name(timeline, waiting.stream));
     other = waited_for_name(timeline, index, waiting, stall);
   }
-  return fmt::format("{} idle {} → {} ({}): {} {}", to_string(stall.unit), format_number(stall.idle_from),
-                     with_unit(timeline, stall.idle_to), with_unit(timeline, stall.idle()), who,
-                     reason_sentence(stall.reason, other));
+  return fmt::format("{} idle {} → {} ({}): {} {}", detail::engine_label(timeline, stall.unit, stall.device),
+                     format_number(stall.idle_from), with_unit(timeline, stall.idle_to),
+                     with_unit(timeline, stall.idle()), who, reason_sentence(stall.reason, other));
 }
 
-std::string engine_use_line(const Metrics& metrics) {
+std::string engine_use_line(const Timeline& timeline, const Metrics& metrics) {
   if (metrics.engines.empty()) return "Engine use:        none\n";
   std::string line = "Engine use:        ";
   for (std::size_t i = 0; i < metrics.engines.size(); ++i) {
     if (i > 0) line += " | ";
-    line +=
-        fmt::format("{} {}", to_string(metrics.engines[i].unit), percent(metrics.engines[i].busy_fraction));
+    const EngineUsage& e = metrics.engines[i];
+    line += fmt::format("{} {}", detail::engine_label(timeline, e.unit, e.device), percent(e.busy_fraction));
   }
   return line + "\n";
 }
@@ -101,8 +101,9 @@ std::string engine_use_line(const Metrics& metrics) {
 std::string bound_line(const Timeline& timeline, const Metrics& metrics) {
   if (metrics.bound <= 0.0) return "";
   return fmt::format("Bound: {} busy {}; the run took {:.2f}x the bound ({} of ideal)\n",
-                     to_string(metrics.bound_engine), with_unit(timeline, metrics.bound),
-                     metrics.total / metrics.bound, percent(metrics.bound_attainment));
+                     detail::engine_label(timeline, metrics.bound_engine, metrics.bound_device),
+                     with_unit(timeline, metrics.bound), metrics.total / metrics.bound,
+                     percent(metrics.bound_attainment));
 }
 
 std::string host_blocked_line(const Timeline& timeline) {
@@ -138,6 +139,12 @@ std::string stream_name(const Timeline& timeline, stream_id id) {
   return id < timeline.streams.size() ? timeline.streams[id].name : fmt::format("stream {}", id);
 }
 
+std::string engine_label(const Timeline& timeline, engine unit, device_id device) {
+  const bool several = std::any_of(timeline.streams.begin(), timeline.streams.end(),
+                                   [](const Stream& s) { return s.device != 0; });
+  return several ? fmt::format("GPU{} {}", device, to_string(unit)) : std::string(to_string(unit));
+}
+
 std::optional<double> host_blocked(const Timeline& timeline) {
   std::optional<double> blocked;
   for (const HostSpan& host : timeline.host_spans) {
@@ -169,7 +176,7 @@ std::string to_summary(const Timeline& timeline) {
   text += fmt::format("Total time:        {}\n", with_unit(timeline, metrics.total));
   text += fmt::format("Sequential time:   {}\n", with_unit(timeline, metrics.sequential));
   text += fmt::format("Speedup:           {:.2f}x\n", metrics.speedup);
-  text += engine_use_line(metrics);
+  text += engine_use_line(timeline, metrics);
   text +=
       fmt::format("Two or more engines busy: {} of the time\n", percent(metrics.multi_engine_busy_fraction));
   text += bound_line(timeline, metrics);

@@ -20,6 +20,8 @@ namespace overlap::io::detail {
 
 /// The stream's name, or "stream 3" for an id the Timeline does not list.
 [[nodiscard]] std::string stream_name(const Timeline& timeline, stream_id id);
+/// "compute", or "GPU1 compute" when the timeline's streams are on several GPUs.
+[[nodiscard]] std::string engine_label(const Timeline& timeline, engine unit, device_id device);
 
 /// Time the host spent blocked in synchronous calls; empty when it never blocked.
 [[nodiscard]] std::optional<double> host_blocked(const Timeline& timeline);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "overlap/core/error.hpp"
+#include "overlap/core/limits.hpp"
 #include "overlap/io/exporters.hpp"
 
 namespace overlap::io {
@@ -53,7 +54,9 @@ constexpr std::array all_activities{host_activity::api_call, host_activity::bloc
 // ---- writing ----
 
 ordered_json stream_to_json(const Stream& stream) {
-  return {{"name", stream.name}, {"kind", to_string(stream.kind)}, {"priority", stream.priority}};
+  ordered_json out = {{"name", stream.name}, {"kind", to_string(stream.kind)}, {"priority", stream.priority}};
+  if (stream.device != 0) out["device"] = stream.device;  // a program on several GPUs
+  return out;
 }
 
 ordered_json span_to_json(const Span& span) {
@@ -208,6 +211,8 @@ Stream stream_from_json(const ObjectReader& in) {
     stream.priority = static_cast<int>(
         in.signed_integer("priority", std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
   }
+  if (in.has("device"))
+    stream.device = static_cast<device_id>(in.unsigned_integer("device", limits::max_devices - 1));
   return stream;
 }
 

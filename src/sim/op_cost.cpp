@@ -1,5 +1,9 @@
 #include "op_cost.hpp"
 
+#include <fmt/format.h>
+
+#include "overlap/core/error.hpp"
+
 namespace overlap::sim {
 
 engine engine_for(const Op& op, const DeviceModel& model) noexcept {
@@ -25,7 +29,7 @@ const BandwidthCurve& curve_for(const Op& op, const DeviceModel& model) {
     case copy_direction::d2h: return pinned ? model.d2h_pinned : model.d2h_pageable;
     case copy_direction::d2d: break;
   }
-  return model.d2d;
+  return op.peer ? model.peer : model.d2d;
 }
 
 }  // namespace
@@ -34,6 +38,12 @@ double solo_duration(const Op& op, const DeviceModel& model) {
   if (op.duration) return *op.duration;
   if (op.kind != op_kind::copy && op.kind != op_kind::memset) return 0.0;
   if (op.bytes == 0) return 0.0;
+  if (op.peer && model.peer.points.empty()) {
+    throw invalid_input(fmt::format(
+        "copy: peer copy from device {} to device {} has no time, and device model '{}' has no peer rate "
+        "(give the copy a time, or use a model with a peer curve)",
+        op.peer->from, op.peer->to, model.name));
+  }
   const double gigabytes_per_second = curve_for(op, model).at(op.bytes);
   // bytes / (GB/s * 1e9) seconds = bytes / (GB/s * 1e6) milliseconds.
   return model.copy_latency + static_cast<double>(op.bytes) / (gigabytes_per_second * 1e6);

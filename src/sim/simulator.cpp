@@ -45,6 +45,7 @@ struct OpState {
   std::uint32_t first_edge = no_index;  // head of its dependents list
   std::uint32_t batch = no_index;       // kernel batch (Fermi completion signal)
   std::uint32_t queue = no_index;       // hardware queue, or no_index if it bypasses queues
+  std::uint32_t slot = 0;               // its engine on its device: device * engine_count + engine
   op_id cause = 0;
   wait_reason reason = wait_reason::none;
   bool has_cause = false;
@@ -96,6 +97,7 @@ struct HostWait {
   op_id target = 0;
   op_id call = 0;  // the blocking call
   double since = 0.0;
+  device_id device = 0;  // drain: the device whose work it waits for
 };
 
 bool is_legacy(const Stream& s) {
@@ -121,14 +123,24 @@ class Simulation {
         with_timeline_(with_timeline),
         labels_(labels == span_labels::made) {
     model_.validate();
+    const std::size_t devices = program.device_count();
     last_on_stream_.assign(program.streams().size(), no_index);
     last_unit_on_stream_.assign(program.streams().size(), engine::none);
     crossed_on_stream_.assign(program.streams().size(), false);
     last_record_.assign(program.events().size(), no_index);
     busy_since_legacy_.assign(program.streams().size(), false);
-    for (std::size_t i = 0; i < program.streams().size(); ++i) {
-      if (is_legacy(program.streams()[i])) legacy_stream_ = static_cast<stream_id>(i);
-    }
+    // Each GPU has its own engines, SMs, hardware queues, legacy default
+    // stream and copy directions; events and the host are shared.
+    engines_.assign(devices * engine_count, EngineState{});
+    chosen_copy_.assign(devices * engine_count, no_index);
+    copy_candidates_.assign(devices * engine_count, {});
+    running_kernels_.assign(devices, {});
+    active_h2d_.assign(devices, no_index);
+    active_d2h_.assign(devices, no_index);
+    outstanding_on_.assign(devices, 0);
+    blocking_since_legacy_.assign(devices, {});
+    legacy_streams_.assign(devices, std::nullopt);
+    for (device_id d = 0; d < devices; ++d) legacy_streams_[d] = program.find_legacy_default_stream(d);
     if (with_timeline_) host_spans_.reserve(program.ops().size());
     prepare_ops();
     assign_batches();
@@ -176,26 +188,35 @@ class Simulation {
 
   void prepare_ops() {
     const auto& ops = program_.ops();
-    std::uint32_t stream_queues = 0;
-    if (model_.mapping == queue_mapping::per_stream) {
-      stream_queues =
-          std::min<std::uint32_t>(model_.connections, static_cast<std::uint32_t>(program_.streams().size()));
+    const auto& streams = program_.streams();
+    const std::size_t devices = program_.device_count();
+    // Each device's queues: its streams take its connections round-robin, in
+    // creation order (Hyper-Q), or one queue per engine (Fermi).
+    std::vector<std::uint32_t> ordinal(streams.size(), 0);  // a stream's place among its device's
+    std::vector<std::uint32_t> on_device(devices, 0);
+    for (std::size_t i = 0; i < streams.size(); ++i) ordinal[i] = on_device[streams[i].device]++;
+    std::vector<std::uint32_t> first_queue(devices, 0);
+    std::uint32_t queues = 0;
+    for (std::size_t d = 0; d < devices; ++d) {
+      first_queue[d] = queues;
+      queues += model_.mapping == queue_mapping::per_stream ? std::min(model_.connections, on_device[d])
+                                                            : static_cast<std::uint32_t>(engine_count);
     }
-    queues_.resize(model_.mapping == queue_mapping::per_stream ? stream_queues : engine_count);
+    queues_.resize(queues);
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
       OpState& s = ops_[i];
       if (!is_stream_op(op.kind)) continue;
       s.unit = engine_for(op, model_);
       s.solo = solo_duration(op, model_);
+      s.slot = static_cast<std::uint32_t>(op.device * engine_count + engine_index(s.unit));
       if (op.kind == op_kind::copy && op.direction != copy_direction::d2d)
         s.bidirectional_slowdown = model_.bidirectional_slowdown(op.direction, op.bytes);
       if (model_.mapping == queue_mapping::per_stream) {
-        // Streams take the connections round-robin, in creation order.
-        s.queue = *op.stream % model_.connections;
+        s.queue = first_queue[op.device] + ordinal[*op.stream] % model_.connections;
       } else if (s.unit != engine::none && s.unit != engine::host_callback) {
         // Fermi: one queue per engine; records, waits and host functions bypass them.
-        s.queue = static_cast<std::uint32_t>(engine_index(s.unit));
+        s.queue = first_queue[op.device] + static_cast<std::uint32_t>(engine_index(s.unit));
       }
     }
   }
@@ -225,7 +246,10 @@ class Simulation {
         close();
         continue;
       }
-      if (current != no_index && stream_in_batch[s]) close();
+      // A batch is one GPU's: a kernel on another device closes it.
+      if (current != no_index &&
+          (stream_in_batch[s] || ops[batches_[current].members.front()].device != op.device))
+        close();
       if (current == no_index) {
         batches_.emplace_back();
         current = static_cast<std::uint32_t>(batches_.size() - 1);
@@ -256,7 +280,9 @@ class Simulation {
       case op_kind::stream_synchronize: return fmt::format("cudaStreamSynchronize({})", stream_name());
       case op_kind::event_synchronize:
         return fmt::format("cudaEventSynchronize({})", program_.events()[*op.event]);
-      case op_kind::device_synchronize: return "cudaDeviceSynchronize";
+      case op_kind::device_synchronize:
+        return program_.device_count() > 1 ? fmt::format("cudaDeviceSynchronize(GPU{})", op.device)
+                                           : std::string("cudaDeviceSynchronize");
       case op_kind::device_allocate: return "cudaMalloc";
       case op_kind::device_free: return "cudaFree";
       case op_kind::host_allocate: return "cudaMallocHost";
@@ -309,12 +335,15 @@ class Simulation {
     wait_ = HostWait{HostWait::kind::op, target, call, host_time_};
   }
 
+  // cudaDeviceSynchronize and the implicitly synchronizing calls wait for
+  // the device the host had current, not the others.
   void block_on_drain(op_id call) {
-    if (outstanding_ == 0) {
+    const device_id device = program_.ops()[call].device;
+    if (outstanding_on_[device] == 0) {
       after_drain(call);
       return;
     }
-    wait_ = HostWait{HostWait::kind::drain, 0, call, host_time_};
+    wait_ = HostWait{HostWait::kind::drain, 0, call, host_time_, device};
   }
 
   // Implicitly synchronizing calls spend their host cost once the device is idle.
@@ -336,7 +365,8 @@ class Simulation {
 
   bool resume_host_if_unblocked() {
     if (wait_.what == HostWait::kind::none) return false;
-    const bool done = wait_.what == HostWait::kind::op ? ops_[wait_.target].signalled : outstanding_ == 0;
+    const bool done =
+        wait_.what == HostWait::kind::op ? ops_[wait_.target].signalled : outstanding_on_[wait_.device] == 0;
     if (!done) return false;
     const HostWait finished = wait_;
     wait_ = HostWait{};
@@ -367,19 +397,22 @@ class Simulation {
     // Only the blocking streams issued to since the last legacy op: it
     // already waits for their earlier work and this op follows it, and a
     // scan of every stream per legacy op was quadratic.
+    // Each device's legacy default stream barriers that device's blocking streams alone.
+    auto& blocking_since_legacy = blocking_since_legacy_[info.device];
     if (is_legacy(info)) {
       // In stream order, as a scan would meet them: ties name the same cause.
-      std::sort(blocking_since_legacy_.begin(), blocking_since_legacy_.end());
-      for (stream_id other : blocking_since_legacy_) {
+      std::sort(blocking_since_legacy.begin(), blocking_since_legacy.end());
+      for (stream_id other : blocking_since_legacy) {
         depend(id, last_on_stream_[other], wait_reason::default_stream);
         busy_since_legacy_[other] = false;
       }
-      blocking_since_legacy_.clear();
+      blocking_since_legacy.clear();
     } else if (is_blocking(info)) {
-      if (legacy_stream_) depend(id, last_on_stream_[*legacy_stream_], wait_reason::default_stream);
+      if (const auto legacy = legacy_streams_[info.device])
+        depend(id, last_on_stream_[*legacy], wait_reason::default_stream);
       if (!busy_since_legacy_[stream]) {
         busy_since_legacy_[stream] = true;
-        blocking_since_legacy_.push_back(stream);
+        blocking_since_legacy.push_back(stream);
       }
     }
     if (op.kind == op_kind::stream_wait_event) {
@@ -390,6 +423,7 @@ class Simulation {
     note_engine_handover(id, stream);
     last_on_stream_[stream] = id;
     ++outstanding_;
+    ++outstanding_on_[op.device];
     if (s.queue != no_index) queues_[s.queue].push_back(id);
     if (s.pending == 0) became_ready(id);
   }
@@ -441,6 +475,7 @@ class Simulation {
     s.signalled = true;
     s.signal = when;
     --outstanding_;
+    --outstanding_on_[program_.ops()[id].device];
     for (std::uint32_t e = s.first_edge; e != no_index; e = edges_[e].next) {
       const Edge& edge = edges_[e];
       note_ready(edge.to, id, when, edge.reason);
@@ -452,7 +487,7 @@ class Simulation {
 
   bool can_start(op_id id) const {
     const OpState& s = ops_[id];
-    const EngineState& e = engines_[engine_index(s.unit)];
+    const EngineState& e = engines_[s.slot];
     switch (s.unit) {
       case engine::none: return true;
       case engine::compute:
@@ -505,7 +540,7 @@ class Simulation {
       if (by_stream) choose_copies();
       for (op_id id : candidates_) {
         const engine unit = ops_[id].unit;
-        if (by_stream && is_copy_engine(unit) && chosen_copy_[engine_index(unit)] != id) {
+        if (by_stream && is_copy_engine(unit) && chosen_copy_[ops_[id].slot] != id) {
           blocked_by_engine(id);
           continue;
         }
@@ -524,22 +559,23 @@ class Simulation {
     return unit == engine::h2d_copy || unit == engine::d2h_copy || unit == engine::copy;
   }
 
-  // For each idle copy engine, the ready copy it starts next (arbitration).
+  // For each idle copy engine of each device, the ready copy it starts next (arbitration).
   void choose_copies() {
     const auto& streams = program_.streams();
-    for (engine unit : {engine::h2d_copy, engine::d2h_copy, engine::copy}) {
-      const std::size_t e = engine_index(unit);
-      chosen_copy_[e] = no_index;
-      copy_candidates_[e].clear();
+    for (std::size_t d = 0; d < program_.device_count(); ++d) {
+      for (engine unit : {engine::h2d_copy, engine::d2h_copy, engine::copy}) {
+        const std::size_t e = d * engine_count + engine_index(unit);
+        chosen_copy_[e] = no_index;
+        copy_candidates_[e].clear();
+      }
     }
     for (op_id id : candidates_) {
-      const engine unit = ops_[id].unit;
-      if (!is_copy_engine(unit) || engines_[engine_index(unit)].running != 0) continue;
+      const OpState& s = ops_[id];
+      if (!is_copy_engine(s.unit) || engines_[s.slot].running != 0) continue;
       const stream_id stream = *program_.ops()[id].stream;
-      copy_candidates_[engine_index(unit)].push_back({id, stream, streams[stream].priority, ops_[id].ready});
+      copy_candidates_[s.slot].push_back({id, stream, streams[stream].priority, s.ready});
     }
-    for (engine unit : {engine::h2d_copy, engine::d2h_copy, engine::copy}) {
-      const std::size_t e = engine_index(unit);
+    for (std::size_t e = 0; e < copy_candidates_.size(); ++e) {
       if (copy_candidates_[e].empty()) continue;
       const std::size_t pick =
           pick_copy(copy_candidates_[e], model_.arbitration, engines_[e].last_stream, streams.size());
@@ -572,11 +608,11 @@ class Simulation {
     }
     s.started = true;
     if (s.reason == wait_reason::engine_busy || s.reason == wait_reason::gpu_full) {
-      const auto& last = engines_[engine_index(s.unit)].last_finished;
+      const auto& last = engines_[s.slot].last_finished;
       s.has_cause = last.has_value();
       if (last) s.cause = *last;
     }
-    EngineState& e = engines_[engine_index(s.unit)];
+    EngineState& e = engines_[s.slot];
     e.running++;
     if (is_copy_engine(s.unit)) e.last_stream = *op.stream;
     if (s.unit == engine::compute) {
@@ -585,7 +621,7 @@ class Simulation {
     }
     start_context context;
     context.waited = s.ready < now_ - epsilon;
-    context.released_by_same_engine = s.has_cause && ops_[s.cause].unit == s.unit;
+    context.released_by_same_engine = s.has_cause && ops_[s.cause].slot == s.slot;
     context.after_other_engine = s.after_other_engine;
     s.start = now_ + start_latency(op, model_, context);
     s.remaining = s.solo;
@@ -597,10 +633,10 @@ class Simulation {
       return;
     }
     if (slows_with_other_direction(s.unit)) {
-      rebalance_copies(id);
+      rebalance_copies(id, op.device);
     } else if (s.unit == engine::compute && model_.kernels_share_sms) {
-      running_kernels_.push_back(id);
-      rebalance_kernels();
+      running_kernels_[op.device].push_back(id);
+      rebalance_kernels(op.device);
     } else {
       s.end = s.start + s.solo;
       schedule(s.end, id, s.version, event_kind::complete);
@@ -609,7 +645,8 @@ class Simulation {
 
   void finish(op_id id) {
     OpState& s = ops_[id];
-    EngineState& e = engines_[engine_index(s.unit)];
+    EngineState& e = engines_[s.slot];
+    const device_id device = program_.ops()[id].device;
     if (s.unit != engine::none) {
       s.end = now_;
       e.running--;
@@ -617,11 +654,11 @@ class Simulation {
       if (e.running == 0) e.share_used = 0.0;  // no drift from repeated float sums
       e.last_finished = id;
       if (slows_with_other_direction(s.unit)) {
-        active_copy(s.unit) = no_index;
-        rebalance_copies(no_index);
+        active_copy(s.unit, device) = no_index;
+        rebalance_copies(no_index, device);
       } else if (s.unit == engine::compute && model_.kernels_share_sms) {
-        std::erase(running_kernels_, id);
-        rebalance_kernels();
+        std::erase(running_kernels_[device], id);
+        rebalance_kernels(device);
       }
     }
     if (s.batch == no_index) {
@@ -640,13 +677,15 @@ class Simulation {
     return unit == engine::h2d_copy || unit == engine::d2h_copy;
   }
 
-  std::uint32_t& active_copy(engine unit) { return unit == engine::h2d_copy ? active_h2d_ : active_d2h_; }
+  std::uint32_t& active_copy(engine unit, device_id device) {
+    return unit == engine::h2d_copy ? active_h2d_[device] : active_d2h_[device];
+  }
 
-  // Recomputes both directions' rates after a copy starts (`started`) or ends.
-  void rebalance_copies(std::uint32_t started) {
-    if (started != no_index) active_copy(ops_[started].unit) = started;
-    const bool both = active_h2d_ != no_index && active_d2h_ != no_index;
-    for (std::uint32_t id : {active_h2d_, active_d2h_}) {
+  // Recomputes both directions' rates on `device` after a copy starts (`started`) or ends.
+  void rebalance_copies(std::uint32_t started, device_id device) {
+    if (started != no_index) active_copy(ops_[started].unit, device) = started;
+    const bool both = active_h2d_[device] != no_index && active_d2h_[device] != no_index;
+    for (std::uint32_t id : {active_h2d_[device], active_d2h_[device]}) {
       if (id == no_index) continue;
       OpState& s = ops_[id];
       const double elapsed = std::max(0.0, now_ - s.last_update);
@@ -662,17 +701,18 @@ class Simulation {
 
   // ---- kernels sharing the SMs ---------------------------------------------------
 
-  // Recomputes every running kernel's speed after one starts or ends.
-  void rebalance_kernels() {
+  // Recomputes the speed of every kernel running on `device` after one starts or ends.
+  void rebalance_kernels(device_id device) {
+    const std::vector<op_id>& running = running_kernels_[device];
     demand_.clear();
-    for (op_id id : running_kernels_) {
+    for (op_id id : running) {
       const Op& op = program_.ops()[id];
       demand_.push_back(op.kind == op_kind::kernel ? op.gpu_share : 1.0);
     }
     speed_.assign(demand_.size(), 1.0);
     share_sms(demand_, speed_);
-    for (std::size_t k = 0; k < running_kernels_.size(); ++k) {
-      OpState& s = ops_[running_kernels_[k]];
+    for (std::size_t k = 0; k < running.size(); ++k) {
+      OpState& s = ops_[running[k]];
       const double elapsed = std::max(0.0, now_ - s.last_update);
       s.remaining = std::max(0.0, s.remaining - elapsed * s.rate);
       s.last_update = std::max(now_, s.start);
@@ -680,7 +720,7 @@ class Simulation {
       s.rate = speed_[k];
       s.version++;
       s.end = s.last_update + s.remaining / s.rate;
-      schedule(s.end, running_kernels_[k], s.version, event_kind::complete);
+      schedule(s.end, running[k], s.version, event_kind::complete);
     }
   }
 
@@ -730,23 +770,23 @@ class Simulation {
   std::vector<std::deque<op_id>> queues_;
   std::vector<op_id> bypass_ready_;
   std::vector<op_id> candidates_;
-  std::vector<copy_candidate> copy_candidates_[engine_count];  // per copy engine, this dispatch
-  std::vector<op_id> running_kernels_;
+  std::vector<std::vector<copy_candidate>> copy_candidates_;  // per engine slot, this dispatch
+  std::vector<std::vector<op_id>> running_kernels_;           // per device
   std::vector<double> demand_;
   std::vector<double> speed_;
-  std::uint32_t chosen_copy_[engine_count] = {};
-  EngineState engines_[engine_count];
+  std::vector<std::uint32_t> chosen_copy_;  // per engine slot: device * engine_count + engine
+  std::vector<EngineState> engines_;        // per engine slot
   std::vector<std::uint32_t> last_on_stream_;
   std::vector<engine> last_unit_on_stream_;  // the engine of each stream's last engine op
   std::vector<bool> crossed_on_stream_;      // a wait for an event since then
   std::vector<std::uint32_t> last_record_;
-  std::optional<stream_id> legacy_stream_;
-  std::vector<stream_id> blocking_since_legacy_;
+  std::vector<std::optional<stream_id>> legacy_streams_;       // per device
+  std::vector<std::vector<stream_id>> blocking_since_legacy_;  // per device
   std::vector<bool> busy_since_legacy_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::uint64_t sequence_ = 0;
-  std::uint32_t active_h2d_ = no_index;
-  std::uint32_t active_d2h_ = no_index;
+  std::vector<std::uint32_t> active_h2d_;  // per device: its running H2D copy, or no_index
+  std::vector<std::uint32_t> active_d2h_;
   bool with_timeline_ = true;
   bool labels_ = true;
   std::vector<HostSpan> host_spans_;
@@ -754,6 +794,7 @@ class Simulation {
   HostWait wait_;
   std::size_t next_issue_ = 0;
   std::size_t outstanding_ = 0;
+  std::vector<std::size_t> outstanding_on_;  // per device
   double host_time_ = 0.0;
   double now_ = 0.0;
 };

@@ -212,11 +212,11 @@ class ClockWalker {
   // Join of every op issued so far, and of those on blocking streams: what a
   // device drain and the legacy barrier wait for, kept up to date per op so
   // neither costs O(streams) joins.
-  VectorClock all_issued_;
-  VectorClock blocking_issued_;
+  std::vector<VectorClock> all_issued_;       // per device: every op issued there so far
+  std::vector<VectorClock> blocking_issued_;  // per device: its blocking streams' ops
   std::vector<std::optional<VectorClock>> record_clocks_;
   std::vector<std::optional<op_id>> records_;
-  std::optional<timeline_id> legacy_;  // the legacy default stream, when it has work
+  std::vector<std::optional<timeline_id>> legacy_;  // per device: its legacy default stream, when it has work
 };
 
 /// Every op's clock, for "is a ordered before b?" between any two ops.

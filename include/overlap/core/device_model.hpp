@@ -159,8 +159,12 @@ struct DeviceModel {
   BandwidthCurve d2h_pinned;    ///< D2H copies to pinned host memory
   BandwidthCurve h2d_pageable;  ///< H2D copies from pageable host memory
   BandwidthCurve d2h_pageable;  ///< D2H copies to pageable host memory
-  BandwidthCurve d2d;           ///< device-to-device copies
-  BandwidthCurve memset;        ///< memsets: bytes set per second
+  BandwidthCurve d2d;           ///< device-to-device copies within the GPU
+  /// Copies between two GPUs (cudaMemcpyPeerAsync) when nothing else shares
+  /// their link. Empty where unknown (the h100, hyperq and fermi presets:
+  /// it depends on the host, NVLink or PCIe): a peer copy then needs a time.
+  BandwidthCurve peer;
+  BandwidthCurve memset;  ///< memsets: bytes set per second
 
   /// Slowdown of an H2D copy while a D2H copy runs (and vice versa): >= 1.
   double h2d_slowdown_when_bidirectional = 1.0;

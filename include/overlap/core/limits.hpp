@@ -32,6 +32,9 @@ inline constexpr std::uint64_t max_streams = 1'000'000;
 
 /// Events, and buffers named in accesses, in one program.
 inline constexpr std::uint64_t max_events = 1'000'000;
+/// Devices (GPUs) a Program may use: more than any host holds (CUDA's
+/// peer-access limit is 8 GPUs per group; hosts ship with up to 16).
+inline constexpr std::uint32_t max_devices = 64;
 
 /// A byte count anywhere in the input (a copy, a buffer, a pipeline's data,
 /// a device memory budget): 1 TiB, more than any GPU or host holds. With at

@@ -16,6 +16,7 @@ namespace overlap {
 /// Busy time of one engine over the run.
 struct EngineUsage {
   engine unit = engine::none;  ///< the engine
+  device_id device = 0;        ///< the GPU it belongs to (each GPU has its own engines)
   double busy = 0.0;           ///< length of the union of its spans
   double busy_fraction = 0.0;  ///< busy / total
 };
@@ -23,6 +24,7 @@ struct EngineUsage {
 /// An engine sat idle while work for it was pending: who waited, and on what.
 struct Stall {
   engine unit = engine::none;              ///< the engine that sat idle
+  device_id device = 0;                    ///< its GPU
   double idle_from = 0.0;                  ///< the engine's previous span ended here
   double idle_to = 0.0;                    ///< the waiting op started here
   op_id op = 0;                            ///< the op that started at idle_to
@@ -43,6 +45,7 @@ struct Metrics {
   double multi_engine_busy_fraction = 0.0;
   /// The busiest engine and its busy time: no schedule beats it.
   engine bound_engine = engine::none;
+  device_id bound_device = 0;     ///< bound_engine's GPU
   double bound = 0.0;             ///< bound_engine's busy time
   double bound_attainment = 0.0;  ///< bound / total, 1 = at the bound
   /// Idle gaps inside each engine's active window, longest first.

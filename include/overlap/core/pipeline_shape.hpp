@@ -41,9 +41,13 @@ enum class issue_order : std::uint8_t {
 
 /// A chunked pipeline, described by its totals.
 struct PipelineShape {
-  std::uint32_t chunks = 1;                      ///< >= 1
-  std::vector<std::string> item_names;           ///< empty, or one name per chunk ("A", "B")
-  std::uint32_t streams = 1;                     ///< >= 1
+  std::uint32_t chunks = 1;             ///< >= 1
+  std::vector<std::string> item_names;  ///< empty, or one name per chunk ("A", "B")
+  std::uint32_t streams = 1;            ///< >= 1, on each device
+  /// GPUs the chunks are spread over, in turn (chunk c on GPU c mod
+  /// devices), each with its own `streams` streams and ring of `ring_depth`
+  /// slots; 1 to 64.
+  std::uint32_t devices = 1;
   issue_order order = issue_order::depth_first;  ///< how the host orders the ops
   stream_kind kind = stream_kind::blocking;      ///< of every stream; legacy_default only with 1 stream
 

@@ -25,6 +25,8 @@ using stream_id = std::uint32_t;
 using event_id = std::uint32_t;
 /// Index of an op in Program::ops(), which is also its host issue order.
 using op_id = std::uint32_t;
+/// A GPU of the host, as CUDA numbers them (cudaSetDevice).
+using device_id = std::uint32_t;
 
 /// How a stream orders itself against the legacy default stream.
 enum class stream_kind : std::uint8_t {
@@ -37,8 +39,19 @@ enum class stream_kind : std::uint8_t {
 /// A stream the program created (or one of the two default streams).
 struct Stream {
   std::string name;                          ///< shown in timelines, e.g. "Stream1"
-  stream_kind kind = stream_kind::blocking;  ///< how it orders against the legacy default stream
+  stream_kind kind = stream_kind::blocking;  ///< how it orders against its device's legacy default stream
   int priority = 0;                          ///< larger is more urgent, as in CUDA's range inverted
+  /// The GPU it belongs to: its ops run there, and a blocking stream orders
+  /// only against that device's legacy default stream.
+  device_id device = 0;
+};
+
+/// The two GPUs of a peer copy (cudaMemcpyPeerAsync): bytes move from one
+/// device's memory to the other's, over NVLink or PCIe. The copy is issued
+/// on a stream of one of them.
+struct PeerEnds {
+  device_id from = 0;  ///< the GPU read
+  device_id to = 0;    ///< the GPU written
 };
 
 /// What an op does; see Op for the fields each kind uses.
@@ -110,9 +123,13 @@ struct Op {
   op_kind kind = op_kind::kernel;   ///< what the op does; decides which fields below apply
   std::optional<stream_id> stream;  ///< device ops, waits, stream syncs
   std::optional<event_id> event;    ///< records, waits, event syncs
-  std::string label;                ///< stage name shown in timelines ("H2D", "Kernel")
-  std::string item;                 ///< the chunk or item it works on ("A", "3"), may be empty
-  std::int64_t chunk = -1;          ///< chunk index for pipelines, -1 if none
+  /// The GPU the op runs on or applies to: its stream's for stream ops (set
+  /// by Program::append); for cudaDeviceSynchronize, allocations and frees
+  /// the device the host had current (they wait for that device alone).
+  device_id device = 0;
+  std::string label;        ///< stage name shown in timelines ("H2D", "Kernel")
+  std::string item;         ///< the chunk or item it works on ("A", "3"), may be empty
+  std::int64_t chunk = -1;  ///< chunk index for pipelines, -1 if none
 
   /// Explicit duration in the program's time unit. Required for kernels,
   /// host functions and host work; for copies and memsets it overrides the
@@ -120,6 +137,9 @@ struct Op {
   std::optional<double> duration;
   std::uint64_t bytes = 0;                         ///< copies and memsets
   copy_direction direction = copy_direction::h2d;  ///< copies
+  /// d2d copies between two GPUs: the devices read and written (one is the
+  /// stream's). Empty for a copy within one device.
+  std::optional<PeerEnds> peer;
   host_memory memory = host_memory::pinned;  ///< copies; pageable ones block the host like synchronous ones
   call_mode mode = call_mode::asynchronous;  ///< copies: synchronous for cudaMemcpy (copy_sync)
   double gpu_share = 1.0;                    ///< fraction of the SMs a kernel occupies, in (0, 1]
@@ -162,10 +182,21 @@ class Program {
  public:
   Program() = default;
 
-  /// Adds a stream and returns its id. Names must be unique and non-empty.
-  stream_id add_stream(std::string stream_name, stream_kind kind = stream_kind::blocking, int priority = 0);
-  /// The legacy default stream ("default"), created on first use.
-  stream_id legacy_default_stream();
+  /// Adds a stream on `device` and returns its id. Names must be unique and
+  /// non-empty; a device has at most one legacy default stream.
+  stream_id add_stream(std::string stream_name, stream_kind kind = stream_kind::blocking, int priority = 0,
+                       device_id device = 0);
+  /// The legacy default stream of `device` ("default" on device 0,
+  /// "default@gpuN" on device N), created on first use.
+  stream_id legacy_default_stream(device_id device = 0);
+  /// The legacy default stream of `device`, if the program has one.
+  [[nodiscard]] std::optional<stream_id> find_legacy_default_stream(device_id device = 0) const noexcept;
+  /// Declares that the program uses `count` GPUs (0 .. count - 1), even
+  /// ones none of its streams is on yet; never lowers the count.
+  void use_devices(std::uint32_t count);
+  /// GPUs the program uses: one more than the highest device of its
+  /// streams and ops (peer copies' ends included), or as declared; at least 1.
+  [[nodiscard]] std::uint32_t device_count() const noexcept { return device_count_; }
   /// Room for `streams` streams and `ops` ops, for builders that know their size.
   void reserve(std::size_t streams, std::size_t ops);
   /// Adds an event and returns its id. Names must be unique and non-empty.
@@ -174,6 +205,10 @@ class Program {
   /// Async copy of `bytes` on `stream`. `duration`, if given, overrides the model.
   op_id copy(stream_id stream, copy_direction direction, std::uint64_t bytes,
              host_memory memory = host_memory::pinned, std::optional<double> duration = std::nullopt);
+  /// Async peer copy of `bytes` from GPU `ends.from` to GPU `ends.to`
+  /// (cudaMemcpyPeerAsync) on `stream`, which must belong to one of them.
+  op_id copy_peer(stream_id stream, PeerEnds ends, std::uint64_t bytes,
+                  std::optional<double> duration = std::nullopt);
   /// Synchronous cudaMemcpy: legacy default stream, host blocks until done.
   op_id copy_sync(copy_direction direction, std::uint64_t bytes, host_memory memory = host_memory::pageable,
                   std::optional<double> duration = std::nullopt);
@@ -191,10 +226,11 @@ class Program {
   op_id synchronize(stream_id stream);
   /// The host blocks until the last record of `event` completes (cudaEventSynchronize).
   op_id synchronize_event(event_id event);
-  /// The host blocks until all device work issued so far is done (cudaDeviceSynchronize).
-  op_id synchronize_device();
-  /// An implicitly synchronizing call (allocation or free) costing `host_cost` on the host.
-  op_id implicit_sync(op_kind kind, double host_cost = 0.0);
+  /// The host blocks until all work issued so far on `device` is done (cudaDeviceSynchronize).
+  op_id synchronize_device(device_id device = 0);
+  /// An implicitly synchronizing call (allocation or free) on `device`,
+  /// costing `host_cost` on the host.
+  op_id implicit_sync(op_kind kind, double host_cost = 0.0, device_id device = 0);
   /// Host computation of `duration` between API calls; the host issues nothing meanwhile.
   op_id host_work(double duration);
 
@@ -238,7 +274,8 @@ class Program {
   };
   std::unordered_map<std::string, stream_id, name_hash, std::equal_to<>> stream_index_;
   std::unordered_map<std::string, event_id, name_hash, std::equal_to<>> event_index_;
-  std::optional<stream_id> legacy_stream_;
+  std::vector<std::optional<stream_id>> legacy_streams_;  // by device
+  std::uint32_t device_count_ = 1;
 };
 
 }  // namespace overlap

@@ -9,7 +9,10 @@
 // directions slowing each other (by copy size), kernels sharing the SMs
 // (src/sim/sm_sharing), start latencies (src/sim/start_latency) and each
 // kind of host call's cost. The mechanisms and their figures come from the
-// DeviceModel; `overlap probe` measures them on a GPU.
+// DeviceModel; `overlap probe` measures them on a GPU. A program on several
+// GPUs (Stream::device) gets a set of engines, SMs, queues and a legacy
+// default stream per GPU, each run with the one model; events order work
+// across them, and a peer copy occupies the copy engine of its stream's GPU.
 #pragma once
 
 #include "overlap/core/device_model.hpp"

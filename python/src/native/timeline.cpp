@@ -9,6 +9,7 @@
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,12 +64,19 @@ nb::dict metrics_of(const Timeline& timeline) {
   result["total"] = metrics.total;
   result["sequential"] = metrics.sequential;
   result["speedup"] = metrics.speedup;
+  // Keyed by engine; on several GPUs by "GPU1 compute", since each GPU has its own.
+  const bool several_gpus = std::any_of(timeline.streams.begin(), timeline.streams.end(),
+                                        [](const Stream& s) { return s.device != 0; });
   nb::dict engines;
   for (const EngineUsage& usage : metrics.engines) {
     nb::dict entry;
     entry["busy"] = usage.busy;
     entry["busy_fraction"] = usage.busy_fraction;
-    engines[nb::str(to_string(usage.unit).data(), to_string(usage.unit).size())] = entry;
+    entry["device"] = usage.device;
+    const std::string key =
+        several_gpus ? "GPU" + std::to_string(usage.device) + " " + std::string(to_string(usage.unit))
+                     : std::string(to_string(usage.unit));
+    engines[nb::str(key.data(), key.size())] = entry;
   }
   result["engines"] = engines;
   result["multi_engine_busy_fraction"] = metrics.multi_engine_busy_fraction;
@@ -79,6 +87,7 @@ nb::dict metrics_of(const Timeline& timeline) {
   for (const Stall& stall : metrics.stalls) {
     nb::dict entry;
     entry["engine"] = text(to_string(stall.unit));
+    entry["device"] = stall.device;
     entry["idle_from"] = stall.idle_from;
     entry["idle_to"] = stall.idle_to;
     entry["idle"] = stall.idle();
