@@ -32,13 +32,6 @@ bool contains(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
 }
 
-std::string read_file(const std::string& file) {
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 class TraceCli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -153,6 +146,13 @@ TEST_F(TraceCli, BadInputIsExitTwoWithOneLine) {
 }
 
 #ifdef OVERLAP_INJECT_LIBRARY
+std::string read_file(const std::string& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 class TraceCliApps : public TraceCli {
  protected:
   void SetUp() override {
