@@ -9,9 +9,9 @@
 #include <set>
 #include <string>
 
+#include "message_of.hpp"
 #include "overlap/check/check.hpp"
 #include "overlap/check/happens_before.hpp"
-#include "overlap/core/error.hpp"
 #include "overlap/core/metrics.hpp"
 #include "overlap/core/pipeline_shape.hpp"
 #include "overlap/core/program.hpp"
@@ -25,22 +25,13 @@ namespace {
 
 using namespace overlap;
 using overlap::testing::expect_span;
+using overlap::testing::message_of;
 using overlap::testing::span_of;
 
 const DeviceModel unit_model = DeviceModel::preset("unit");
 
 bool contains(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const invalid_input& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 /// Stream "s0" (id 0) on GPU 0 and "s1" (id 1) on GPU 1, both of `kind`.
@@ -72,8 +63,8 @@ TEST(MultiDevice, StreamsCarryTheirDeviceAndOpsTakeIt) {
   EXPECT_EQ(p.device_count(), 4u);
   p.use_devices(2);  // never lowers
   EXPECT_EQ(p.device_count(), 4u);
-  EXPECT_TRUE(contains(error_of([&] { p.use_devices(65); }), "devices: 65 is out of range"));
-  EXPECT_TRUE(contains(error_of([&] { p.add_stream("far", stream_kind::blocking, 0, 64); }), "device: 64"));
+  EXPECT_TRUE(contains(message_of([&] { p.use_devices(65); }), "devices: 65 is out of range"));
+  EXPECT_TRUE(contains(message_of([&] { p.add_stream("far", stream_kind::blocking, 0, 64); }), "device: 64"));
 }
 
 TEST(MultiDevice, EachDeviceHasItsOwnLegacyDefaultStream) {
@@ -87,7 +78,7 @@ TEST(MultiDevice, EachDeviceHasItsOwnLegacyDefaultStream) {
   EXPECT_EQ(p.legacy_default_stream(1), d1);
   EXPECT_EQ(p.find_legacy_default_stream(1), std::optional<stream_id>(d1));
   EXPECT_FALSE(p.find_legacy_default_stream(5).has_value());
-  EXPECT_TRUE(contains(error_of([&] { p.add_stream("again", stream_kind::legacy_default, 0, 1); }),
+  EXPECT_TRUE(contains(message_of([&] { p.add_stream("again", stream_kind::legacy_default, 0, 1); }),
                        "the legacy default stream of device 1 is already 'default@gpu1'"));
   // The copy keeps them.
   const Program copy = p.without_ops();
@@ -102,11 +93,11 @@ TEST(MultiDevice, APeerCopyIsCheckedAtOnce) {
   EXPECT_EQ(p.ops()[c].direction, copy_direction::d2d);
   EXPECT_EQ(p.ops()[c].label, "P2P");
   EXPECT_EQ(p.device_count(), 3u);
-  EXPECT_TRUE(contains(error_of([&] {
+  EXPECT_TRUE(contains(message_of([&] {
                          p.copy_peer(s2, {0, 1}, 1024, 1.0);
                        }),
                        "'s2' is on device 2, neither end of the peer copy from device 0 to device 1"));
-  EXPECT_TRUE(contains(error_of([&] {
+  EXPECT_TRUE(contains(message_of([&] {
                          p.copy_peer(s0, {0, 0}, 1024, 1.0);
                        }),
                        "from and to are both device 0"));
@@ -116,7 +107,7 @@ TEST(MultiDevice, APeerCopyIsCheckedAtOnce) {
   h2d.direction = copy_direction::h2d;
   h2d.duration = 1.0;
   h2d.peer = PeerEnds{0, 1};
-  EXPECT_TRUE(contains(error_of([&] { p.append(h2d); }), "only a d2d copy runs between two devices"));
+  EXPECT_TRUE(contains(message_of([&] { p.append(h2d); }), "only a d2d copy runs between two devices"));
 }
 
 TEST(MultiDevice, EachDeviceHasItsOwnCopyEnginesAndSMs) {
@@ -208,7 +199,7 @@ TEST(MultiDevice, APeerCopyIsTimedByThePeerCurveOrRefusedWithoutOne) {
   p.copy_peer(s0, {0, 1}, 2'000'000);  // 2 MB at the unit model's 1 GB/s: 2 ms
   const Timeline t = sim::simulate(p, unit_model);
   EXPECT_DOUBLE_EQ(t.spans.at(0).end, 2.0);
-  const std::string refused = error_of([&] { (void)sim::simulate(p, DeviceModel::preset("h100")); });
+  const std::string refused = message_of([&] { (void)sim::simulate(p, DeviceModel::preset("h100")); });
   EXPECT_TRUE(contains(refused, "peer copy from device 0 to device 1 has no time")) << refused;
   EXPECT_TRUE(contains(refused, "'h100' has no peer rate")) << refused;
   // A model file may give the curve, and it is written back.
@@ -287,7 +278,7 @@ TEST(MultiDevice, APipelineSpreadsItsChunksOverTheDevices) {
   const io::Spec spec = io::parse_spec(
       "pipeline: {chunks: 6, streams: 2, devices: 3, stage_time: {h2d: 1, kernel: 1, d2h: 1}}\n", "p.yaml");
   EXPECT_EQ(spec.program.device_count(), 3u);
-  EXPECT_TRUE(contains(error_of([] {
+  EXPECT_TRUE(contains(message_of([] {
                          (void)io::parse_spec("pipeline: {chunks: 2, devices: 0, stage_time: {kernel: 1}}\n",
                                               "p.yaml");
                        }),
@@ -333,7 +324,7 @@ TEST(MultiDevice, SpecsDeclareDevicesAndRoundTrip) {
 
 TEST(MultiDevice, SpecErrorsNameTheField) {
   const auto error_in = [](const std::string& text) {
-    return error_of([&] { (void)io::parse_spec(text, "bad.yaml"); });
+    return message_of([&] { (void)io::parse_spec(text, "bad.yaml"); });
   };
   const std::string outside =
       error_in("devices: 2\nstreams: [{name: s, device: 2}]\nops: [{op: kernel, stream: s, time: 1}]\n");

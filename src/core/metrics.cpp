@@ -22,25 +22,15 @@ bool occupies_engine(const Span& span) noexcept {
   return span.unit != engine::none && span.end > span.start;
 }
 
-// Each GPU has its own engines: slot device * engine_count + engine.
-std::size_t device_count(const Timeline& timeline) {
-  std::size_t devices = 1;
-  for (const Stream& stream : timeline.streams) devices = std::max<std::size_t>(devices, stream.device + 1);
-  return devices;
-}
-
-device_id device_of(const Timeline& timeline, const Span& span) {
-  return span.stream < timeline.streams.size() ? timeline.streams[span.stream].device : 0;
-}
-
 // Indices of each engine's spans, sorted by start: the one O(n log n) step
-// that busy time, stalls and the overlap sweep all build on.
+// that busy time, stalls and the overlap sweep all build on. Each GPU has
+// its own engines: slot device * engine_count + engine.
 std::vector<std::vector<std::size_t>> spans_by_engine(const Timeline& timeline) {
-  std::vector<std::vector<std::size_t>> groups(device_count(timeline) * engine_count);
+  std::vector<std::vector<std::size_t>> groups(std::size_t{timeline.device_count()} * engine_count);
   for (std::size_t i = 0; i < timeline.spans.size(); ++i) {
     const Span& span = timeline.spans[i];
     if (occupies_engine(span))
-      groups[device_of(timeline, span) * engine_count + static_cast<std::size_t>(span.unit)].push_back(i);
+      groups[timeline.device_of(span) * engine_count + static_cast<std::size_t>(span.unit)].push_back(i);
   }
   for (auto& group : groups) {
     std::sort(group.begin(), group.end(), [&](std::size_t a, std::size_t b) {

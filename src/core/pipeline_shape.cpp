@@ -178,6 +178,12 @@ std::string item_name(const PipelineShape& shape, std::uint32_t chunk) {
   return shape.item_names.empty() ? std::to_string(chunk) : shape.item_names[chunk];
 }
 
+/// A stream, buffer or event name: as it always was on one device, "gpuN."
+/// before it on several.
+std::string on_device(const PipelineShape& shape, device_id device, std::string name) {
+  return shape.devices == 1 ? name : fmt::format("gpu{}.{}", device, name);
+}
+
 /// Streams, slot events and the ring layout shared by every op of a build.
 // With several devices chunk c runs on device c mod devices, as that
 // device's chunk c / devices (its "local" index): each device has its own
@@ -201,10 +207,13 @@ struct Layout {
     return streams[device_of(chunk) * shape.streams + local(chunk) % shape.streams];
   }
   [[nodiscard]] bool slots_change_stream() const { return depth % shape.streams != 0; }
+  /// Whether a later chunk takes over `chunk`'s slot: `depth` of its device's chunks later.
+  [[nodiscard]] bool slot_reused(std::uint32_t chunk) const {
+    return std::uint64_t{chunk} + std::uint64_t{depth} * shape.devices < shape.chunks;
+  }
   /// A device buffer's name: "d_in_0", or "gpu1.d_in_0" on several devices.
   [[nodiscard]] std::string buffer(std::string_view name, std::uint32_t chunk) const {
-    if (shape.devices == 1) return fmt::format("{}_{}", name, slot(chunk));
-    return fmt::format("gpu{}.{}_{}", device_of(chunk), name, slot(chunk));
+    return on_device(shape, device_of(chunk), fmt::format("{}_{}", name, slot(chunk)));
   }
   [[nodiscard]] ChunkExtent in(std::uint32_t chunk) const { return extents[chunk].in; }
   [[nodiscard]] ChunkExtent out(std::uint32_t chunk) const { return extents[chunk].out; }
@@ -304,9 +313,7 @@ void wait_for_slot(Program& program, const Layout& layout, std::uint32_t chunk) 
 
 // ... and the chunk before it in the slot says when it is done with it.
 void release_slot(Program& program, const Layout& layout, std::uint32_t chunk) {
-  // The next chunk in this slot is `depth` of this device's chunks later.
-  const std::uint64_t next = std::uint64_t{chunk} + std::uint64_t{layout.depth} * layout.devices();
-  if (!layout.slots_change_stream() || next >= layout.shape.chunks) return;
+  if (!layout.slots_change_stream() || !layout.slot_reused(chunk)) return;
   program.record(layout.slot_free[layout.slot_index(chunk)], layout.stream_of(chunk));
 }
 
@@ -321,11 +328,10 @@ void build_stage_streams(Program& program, const Layout& layout, const std::vect
   std::vector<event_id> ready_out;
   std::vector<event_id> slot_free;
   for (std::uint32_t d = 0; d < layout.devices(); ++d) {
-    const std::string prefix = layout.devices() == 1 ? std::string() : fmt::format("gpu{}.", d);
     for (std::uint32_t k = 0; k < layout.depth; ++k) {
-      ready_in.push_back(program.add_event(fmt::format("{}slot{}_in", prefix, k)));
-      ready_out.push_back(program.add_event(fmt::format("{}slot{}_out", prefix, k)));
-      slot_free.push_back(program.add_event(fmt::format("{}slot{}_free", prefix, k)));
+      ready_in.push_back(program.add_event(on_device(shape, d, fmt::format("slot{}_in", k))));
+      ready_out.push_back(program.add_event(on_device(shape, d, fmt::format("slot{}_out", k))));
+      slot_free.push_back(program.add_event(on_device(shape, d, fmt::format("slot{}_free", k))));
     }
   }
   // Each device's streams: its upload stream first, its kernel streams, its download stream last.
@@ -343,7 +349,6 @@ void build_stage_streams(Program& program, const Layout& layout, const std::vect
   };
   for (std::uint32_t chunk = 0; chunk < shape.chunks; ++chunk) {
     const std::uint32_t slot = layout.slot_index(chunk);
-    const std::uint64_t next_in_slot = std::uint64_t{chunk} + std::uint64_t{layout.depth} * layout.devices();
     for (std::size_t i = 0; i < stages.size(); ++i) {
       const stream_id stream = stream_for(stages[i], chunk);
       if (i == 0 && layout.local(chunk) >= layout.depth) program.wait(stream, slot_free[slot]);
@@ -351,7 +356,7 @@ void build_stage_streams(Program& program, const Layout& layout, const std::vect
       issue_stage(program, layout, stages[i], chunk, stream);
       if (i + 1 < stages.size()) {
         program.record(ready_after(stages[i], slot), stream);
-      } else if (next_in_slot < shape.chunks) {
+      } else if (layout.slot_reused(chunk)) {
         program.record(slot_free[slot], stream);
       }
     }
@@ -494,10 +499,8 @@ Program build_program(const PipelineShape& shape) {
   Layout layout{shape, chunk_bytes(shape), {}, {}, effective_ring_depth(shape)};
   for (device_id d = 0; d < shape.devices; ++d) {
     for (std::uint32_t s = 0; s < shape.streams; ++s) {
-      // One device keeps the names pipelines always had.
-      const std::string name =
-          shape.devices == 1 ? fmt::format("Stream{}", s + 1) : fmt::format("gpu{}.Stream{}", d, s + 1);
-      layout.streams.push_back(program.add_stream(name, shape.kind, 0, d));
+      layout.streams.push_back(
+          program.add_stream(on_device(shape, d, fmt::format("Stream{}", s + 1)), shape.kind, 0, d));
     }
   }
   const std::vector<stage> stages = present_stages(shape);
@@ -511,9 +514,8 @@ Program build_program(const PipelineShape& shape) {
   }
   if (layout.slots_change_stream()) {
     for (device_id d = 0; d < shape.devices; ++d) {
-      const std::string prefix = shape.devices == 1 ? std::string() : fmt::format("gpu{}.", d);
       for (std::uint32_t k = 0; k < layout.depth; ++k)
-        layout.slot_free.push_back(program.add_event(fmt::format("{}slot{}_free", prefix, k)));
+        layout.slot_free.push_back(program.add_event(on_device(shape, d, fmt::format("slot{}_free", k))));
     }
   }
   // Depth-first is breadth-first with rounds of one chunk: each round issues

@@ -48,4 +48,14 @@ double Timeline::total() const noexcept {
   return last;
 }
 
+std::uint32_t Timeline::device_count() const noexcept {
+  std::uint32_t devices = 1;
+  for (const Stream& stream : streams) devices = std::max(devices, stream.device + 1);
+  return devices;
+}
+
+device_id Timeline::device_of(const Span& span) const noexcept {
+  return span.stream < streams.size() ? streams[span.stream].device : 0;
+}
+
 }  // namespace overlap

@@ -59,9 +59,6 @@ int stream_tid(stream_id stream) {
 }
 // Each GPU's engines get lanes of their own: GPU d's after GPU d - 1's.
 constexpr int engines_per_device = static_cast<int>(engine::none) + 1;
-device_id device_of(const Timeline& timeline, const Span& span) {
-  return span.stream < timeline.streams.size() ? timeline.streams[span.stream].device : 0;
-}
 int engine_tid(engine unit, device_id device) {
   return static_cast<int>(device) * engines_per_device + static_cast<int>(unit) + 1;
 }
@@ -96,7 +93,7 @@ void add_metadata(EventWriter& events, const Timeline& timeline) {
   for (stream_id s = 0; s < timeline.streams.size(); ++s) streams.insert(s);
   for (const Span& span : timeline.spans) {
     streams.insert(span.stream);
-    if (span.unit != engine::none) engines.emplace(device_of(timeline, span), span.unit);
+    if (span.unit != engine::none) engines.emplace(timeline.device_of(span), span.unit);
   }
   for (stream_id s : streams) add_thread(events, stream_pid, stream_tid(s), stream_name(timeline, s));
   for (const auto& [gpu, unit] : engines)
@@ -155,7 +152,7 @@ void add_spans(EventWriter& events, const Timeline& timeline, const TimeScale& s
     events.add(event);
     event["cat"] = "engine";
     event["pid"] = engine_pid;
-    event["tid"] = engine_tid(span.unit, device_of(timeline, span));
+    event["tid"] = engine_tid(span.unit, timeline.device_of(span));
     events.add(event);
   }
 }

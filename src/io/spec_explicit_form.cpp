@@ -139,14 +139,6 @@ void read_payload(const Field& op_field, const OpForm& form, Op& op) {
   if (auto share = op_field.get("share")) op.gpu_share = read_share(*share);
   if (auto prints = op_field.get("prints")) op.prints = read_bool(*prints);
   if (op.kind == op_kind::copy) read_copy_mode(op_field, form, op);
-  if (form.name == "peer") {
-    // cudaMemcpyPeerAsync: always asynchronous, device memory at both ends.
-    op.peer = PeerEnds{read_device(op_field.require("from", kDeviceExpected)),
-                       read_device(op_field.require("to", kDeviceExpected))};
-  }
-  if (takes(form, "device")) {
-    if (auto device = op_field.get("device")) op.device = read_device(*device);
-  }
   if (op.kind == op_kind::memset) op.mode = read_call_mode(op_field);
   // Program::implicit_sync always sets a host cost; match it.
   if (is_implicitly_synchronizing(op.kind) && !op.duration) op.duration = 0.0;
@@ -351,7 +343,7 @@ class ExplicitReader {
     Op op;
     op.kind = form.kind;
     read_payload(field, form, op);
-    check_devices(field, op);
+    read_op_devices(field, form, op);
     if (takes(form, "stream")) op.stream = read_op_stream(field, op);
     if (takes(form, "event")) op.event = resolve_event(field.require("event", events_expected()));
     read_common(field, op);
@@ -362,12 +354,16 @@ class ExplicitReader {
     }
   }
 
-  /// An op's device fields, against `devices:` when given.
-  void check_devices(const Field& field, const Op& op) const {
-    if (auto device = field.get("device")) (void)checked_device(*device);
-    if (op.peer) {
-      (void)checked_device(field.require("from", kDeviceExpected));
-      (void)checked_device(field.require("to", kDeviceExpected));
+  /// A peer copy's ends (cudaMemcpyPeerAsync: always asynchronous, device
+  /// memory at both ends) and a device-scoped call's device, each within
+  /// `devices:` when given.
+  void read_op_devices(const Field& field, const OpForm& form, Op& op) const {
+    if (form.name == "peer") {
+      op.peer = PeerEnds{checked_device(field.require("from", kDeviceExpected)),
+                         checked_device(field.require("to", kDeviceExpected))};
+    }
+    if (takes(form, "device")) {
+      if (auto device = field.get("device")) op.device = checked_device(*device);
     }
   }
 

@@ -272,12 +272,10 @@ class StreamPlan {
 };
 
 std::string stream_declaration(const Stream& stream) {
-  if (stream.device != 0) {
-    return fmt::format("  - {{name: {}, kind: {}, priority: {}, device: {}}}\n", scalar(stream.name),
-                       to_string(stream.kind), stream.priority, stream.device);
-  }
-  return fmt::format("  - {{name: {}, kind: {}, priority: {}}}\n", scalar(stream.name),
-                     to_string(stream.kind), stream.priority);
+  // The device only where it is not the first GPU, as a spec may leave it out.
+  const std::string device = stream.device != 0 ? fmt::format(", device: {}", stream.device) : std::string();
+  return fmt::format("  - {{name: {}, kind: {}, priority: {}{}}}\n", scalar(stream.name),
+                     to_string(stream.kind), stream.priority, device);
 }
 
 std::string streams_section(const Program& program) {

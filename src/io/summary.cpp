@@ -140,9 +140,8 @@ std::string stream_name(const Timeline& timeline, stream_id id) {
 }
 
 std::string engine_label(const Timeline& timeline, engine unit, device_id device) {
-  const bool several = std::any_of(timeline.streams.begin(), timeline.streams.end(),
-                                   [](const Stream& s) { return s.device != 0; });
-  return several ? fmt::format("GPU{} {}", device, to_string(unit)) : std::string(to_string(unit));
+  return timeline.device_count() > 1 ? fmt::format("GPU{} {}", device, to_string(unit))
+                                     : std::string(to_string(unit));
 }
 
 std::optional<double> host_blocked(const Timeline& timeline) {

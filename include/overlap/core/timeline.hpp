@@ -105,6 +105,10 @@ struct Timeline {
 
   /// End of the last span, device or host (the run starts at 0).
   [[nodiscard]] double total() const noexcept;
+  /// GPUs the run's streams are on: one more than the highest Stream::device, at least 1.
+  [[nodiscard]] std::uint32_t device_count() const noexcept;
+  /// The GPU `span` ran on (its stream's), 0 for a stream the timeline does not list.
+  [[nodiscard]] device_id device_of(const Span& span) const noexcept;
 };
 
 }  // namespace overlap

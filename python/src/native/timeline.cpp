@@ -9,7 +9,6 @@
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
-#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,8 +64,7 @@ nb::dict metrics_of(const Timeline& timeline) {
   result["sequential"] = metrics.sequential;
   result["speedup"] = metrics.speedup;
   // Keyed by engine; on several GPUs by "GPU1 compute", since each GPU has its own.
-  const bool several_gpus = std::any_of(timeline.streams.begin(), timeline.streams.end(),
-                                        [](const Stream& s) { return s.device != 0; });
+  const bool several_gpus = timeline.device_count() > 1;
   nb::dict engines;
   for (const EngineUsage& usage : metrics.engines) {
     nb::dict entry;
