@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "cli_run.hpp"
 
@@ -21,10 +23,14 @@ TEST(ProbeCli, NoGpuExitsTwoSayingSo) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const auto model = dir / "model.json";
-  const auto r = run_cli({"probe", "--quick", "-o", model.string()});
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("no CUDA device"), std::string::npos) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(model));
+  for (const bool all_devices : {false, true}) {
+    std::vector<std::string> args = {"probe", "--quick", "-o", model.string()};
+    if (all_devices) args.emplace_back("--all-devices");
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("no CUDA device"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(model));
+  }
   std::filesystem::remove_all(dir);
 }
 
@@ -34,6 +40,8 @@ TEST(ProbeCli, HelpTeachesWhatItMeasures) {
   EXPECT_NE(r.out.find("--quick"), std::string::npos);
   EXPECT_NE(r.out.find("copy engine serves"), std::string::npos);
   EXPECT_NE(r.out.find("overlap probe -o my-gpu.json"), std::string::npos);
+  EXPECT_NE(r.out.find("--all-devices"), std::string::npos);
+  EXPECT_NE(r.out.find("every GPU: alone, all at once, peer pairs"), std::string::npos);
 }
 
 }  // namespace

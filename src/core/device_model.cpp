@@ -12,6 +12,8 @@
 #include <sstream>
 #include <type_traits>
 
+#include "host_links_json.hpp"
+#include "model_json.hpp"
 #include "overlap/core/error.hpp"
 #include "overlap/core/limits.hpp"
 
@@ -20,6 +22,10 @@ namespace overlap {
 namespace {
 
 using json = nlohmann::json;
+using detail::curve_from_json;
+using detail::curve_to_json;
+using detail::require_positive;
+using detail::validate_curve;
 
 constexpr std::uint64_t KiB = 1024;
 constexpr std::uint64_t MiB = 1024 * KiB;
@@ -167,51 +173,8 @@ DeviceModel unit() {
   return m;
 }
 
-json curve_to_json(const BandwidthCurve& curve) {
-  json points = json::array();
-  for (const auto& p : curve.points) points.push_back({{"bytes", p.bytes}, {"gbps", p.gigabytes_per_second}});
-  return points;
-}
-
-BandwidthCurve curve_from_json(const json& value, std::string_view field) {
-  if (!value.is_array() || value.empty()) {
-    throw invalid_input(
-        fmt::format(R"({}: expected a non-empty array of {{"bytes", "gbps"}} points)", field));
-  }
-  BandwidthCurve curve;
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    const json& p = value[i];
-    const auto where = fmt::format("{}[{}]", field, i);
-    if (!p.is_object() || !p.contains("bytes") || !p.contains("gbps") || p.size() != 2) {
-      throw invalid_input(fmt::format(R"({}: expected {{"bytes": N, "gbps": X}})", where));
-    }
-    if (!p["bytes"].is_number_unsigned() || !p["gbps"].is_number()) {
-      throw invalid_input(fmt::format("{}: bytes must be an unsigned integer and gbps a number", where));
-    }
-    curve.points.push_back({p["bytes"].get<std::uint64_t>(), p["gbps"].get<double>()});
-  }
-  return curve;
-}
-
 const char* mapping_name(queue_mapping mapping) {
   return mapping == queue_mapping::per_stream ? "per_stream" : "per_engine";
-}
-
-void validate_curve(const BandwidthCurve& curve, std::string_view field) {
-  if (curve.points.empty()) {
-    throw invalid_input(fmt::format(
-        "{}: needs at least one point (give the curve, or start from a preset with \"base\")", field));
-  }
-  for (std::size_t i = 0; i < curve.points.size(); ++i) {
-    const auto& p = curve.points[i];
-    if (!(p.gigabytes_per_second >= 1e-9 && p.gigabytes_per_second <= limits::max_time)) {
-      throw invalid_input(fmt::format("{}[{}].gbps: {} is out of range (expected from 1e-9 to 1e12)", field,
-                                      i, p.gigabytes_per_second));
-    }
-    if (i > 0 && p.bytes <= curve.points[i - 1].bytes) {
-      throw invalid_input(fmt::format("{}[{}].bytes: must be larger than the point before", field, i));
-    }
-  }
 }
 
 // Every figure is bounded above as well, so no model can make a duration
@@ -333,13 +296,6 @@ std::vector<StagingPoint> staging_from_json(const json& j) {
   return points;
 }
 
-// Rates and per-call costs: a rate of 1e-300 GB/s would make every copy last forever.
-void require_positive(double value, std::string_view field) {
-  if (!(value >= 1e-9 && value <= limits::max_time)) {
-    throw invalid_input(fmt::format("{}: {} is out of range (expected from 1e-9 to 1e12)", field, value));
-  }
-}
-
 // A probed model carries every figure the probe measures: a hand edit that
 // drops one must not fall back to a default silently.
 void require_probed_fields(const json& j) {
@@ -376,6 +332,60 @@ void require_probed_fields(const json& j) {
 }
 
 }  // namespace
+
+namespace detail {
+
+json curve_to_json(const BandwidthCurve& curve) {
+  json points = json::array();
+  for (const auto& p : curve.points) points.push_back({{"bytes", p.bytes}, {"gbps", p.gigabytes_per_second}});
+  return points;
+}
+
+BandwidthCurve curve_from_json(const json& value, std::string_view field) {
+  if (!value.is_array() || value.empty()) {
+    throw invalid_input(
+        fmt::format(R"({}: expected a non-empty array of {{"bytes", "gbps"}} points)", field));
+  }
+  BandwidthCurve curve;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const json& p = value[i];
+    const auto where = fmt::format("{}[{}]", field, i);
+    if (!p.is_object() || !p.contains("bytes") || !p.contains("gbps") || p.size() != 2) {
+      throw invalid_input(fmt::format(R"({}: expected {{"bytes": N, "gbps": X}})", where));
+    }
+    if (!p["bytes"].is_number_unsigned() || !p["gbps"].is_number()) {
+      throw invalid_input(fmt::format("{}: bytes must be an unsigned integer and gbps a number", where));
+    }
+    curve.points.push_back({p["bytes"].get<std::uint64_t>(), p["gbps"].get<double>()});
+  }
+  return curve;
+}
+
+void validate_curve(const BandwidthCurve& curve, std::string_view field) {
+  if (curve.points.empty()) {
+    throw invalid_input(fmt::format(
+        "{}: needs at least one point (give the curve, or start from a preset with \"base\")", field));
+  }
+  for (std::size_t i = 0; i < curve.points.size(); ++i) {
+    const auto& p = curve.points[i];
+    if (!(p.gigabytes_per_second >= 1e-9 && p.gigabytes_per_second <= limits::max_time)) {
+      throw invalid_input(fmt::format("{}[{}].gbps: {} is out of range (expected from 1e-9 to 1e12)", field,
+                                      i, p.gigabytes_per_second));
+    }
+    if (i > 0 && p.bytes <= curve.points[i - 1].bytes) {
+      throw invalid_input(fmt::format("{}[{}].bytes: must be larger than the point before", field, i));
+    }
+  }
+}
+
+// Rates and per-call costs: a rate of 1e-300 GB/s would make every copy last forever.
+void require_positive(double value, std::string_view field) {
+  if (!(value >= 1e-9 && value <= limits::max_time)) {
+    throw invalid_input(fmt::format("{}: {} is out of range (expected from 1e-9 to 1e12)", field, value));
+  }
+}
+
+}  // namespace detail
 
 double BandwidthCurve::at(std::uint64_t bytes) const {
   if (points.empty()) throw invalid_input("bandwidth curve: has no points");
@@ -449,6 +459,7 @@ std::string DeviceModel::to_json() const {
   }
   if (host_register_ms_per_gib) j["host_register_ms_per_gib"] = *host_register_ms_per_gib;
   if (host_unregister_ms_per_gib) j["host_unregister_ms_per_gib"] = *host_unregister_ms_per_gib;
+  if (host) j["host"] = detail::host_links_to_json(*host);
   if (probe) j["probe"] = probe_to_json(*probe);
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
@@ -578,6 +589,8 @@ DeviceModel DeviceModel::from_json(std::string_view text) {
       m.host_register_ms_per_gib = get_field<double>(j, "host_register_ms_per_gib");
     else if (key == "host_unregister_ms_per_gib")
       m.host_unregister_ms_per_gib = get_field<double>(j, "host_unregister_ms_per_gib");
+    else if (key == "host")
+      m.host = detail::host_links_from_json(value);
     else if (key == "probe")
       m.probe = probe_from_json(value);
     else
@@ -655,6 +668,7 @@ void DeviceModel::validate() const {
     require_positive(host_staging[i].gigabytes_per_second,
                      fmt::format("device model: host_staging[{}].gbps", i));
   }
+  if (host) host->validate();
   if (host_register_ms_per_gib)
     require_positive(*host_register_ms_per_gib, "device model: host_register_ms_per_gib");
   if (host_unregister_ms_per_gib)

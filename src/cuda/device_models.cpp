@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -29,17 +30,44 @@ cudaDeviceProp properties_of(int device) {
 
 }  // namespace
 
-cached_model_key current_device_model_key() {
-  const cudaDeviceProp prop = properties_of(current_device());
+std::string device_uuid(int device) {
+  const cudaDeviceProp prop = properties_of(device);
   const auto* b = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);  // NOLINT: a byte view of the UUID
   std::string uuid = "GPU-";
   for (int i = 0; i < 16; ++i) {
     if (i == 4 || i == 6 || i == 8 || i == 10) uuid += '-';
     uuid += fmt::format("{:02x}", b[i]);
   }
+  return uuid;
+}
+
+namespace {
+
+std::string driver_text() {
   int driver = 0;
   check(cudaDriverGetVersion(&driver), "cudaDriverGetVersion", "naming the cached model");
-  return {uuid, fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10)};
+  return fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10);
+}
+
+}  // namespace
+
+cached_model_key current_device_model_key() {
+  return {device_uuid(current_device()), driver_text()};
+}
+
+cached_model_key host_model_key() {
+  int devices = 0;
+  check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount", "naming the cached host model");
+  // FNV-1a over the UUIDs in device order: a short name for this set of GPUs
+  // (eight UUIDs side by side would pass a file name's length limit).
+  std::uint64_t hash = 14695981039346656037ULL;
+  for (int d = 0; d < devices; ++d) {
+    for (const char c : device_uuid(d) + ",") {
+      hash ^= static_cast<unsigned char>(c);
+      hash *= 1099511628211ULL;
+    }
+  }
+  return {fmt::format("host-{}gpus-{:016x}", devices, hash), driver_text()};
 }
 
 const DeviceModel& builtin_model_of_current_device() {

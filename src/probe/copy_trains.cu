@@ -295,4 +295,28 @@ double copy_bench::event_pair_ms() {
   return elapsed_ms(events_[0], events_[1]);
 }
 
+void copy_bench::queue_trains(bool h2d, bool d2h, std::size_t bytes, unsigned count) {
+  cudaStream_t held = streams_[0].handle;
+  cudaStream_t up = streams_[1].handle;
+  cudaStream_t down = streams_[2].handle;
+  queued_h2d_ = h2d;
+  queued_d2h_ = d2h;
+  hold_.hold(held);
+  check(cudaEventRecord(queued_[0].handle, held), "cudaEventRecord");
+  check(cudaStreamWaitEvent(up, queued_[0].handle, 0), "cudaStreamWaitEvent");
+  check(cudaStreamWaitEvent(down, queued_[0].handle, 0), "cudaStreamWaitEvent");
+  for (unsigned i = 0; i < count; ++i) {
+    if (h2d) copy(copy_direction::h2d, host_memory::pinned, bytes, offset_of(i, bytes, capacity_), up);
+    if (d2h) copy(copy_direction::d2h, host_memory::pinned, bytes, offset_of(i, bytes, capacity_), down);
+  }
+  check(cudaEventRecord(queued_[1].handle, up), "cudaEventRecord");
+  check(cudaEventRecord(queued_[2].handle, down), "cudaEventRecord");
+}
+
+std::pair<double, double> copy_bench::queued_ms() {
+  for (int k = 0; k < 3; ++k) check(cudaStreamSynchronize(streams_[k].handle), "cudaStreamSynchronize");
+  return {queued_h2d_ ? elapsed_ms(queued_[0], queued_[1]) : 0.0,
+          queued_d2h_ ? elapsed_ms(queued_[0], queued_[2]) : 0.0};
+}
+
 }  // namespace overlap::probe::detail

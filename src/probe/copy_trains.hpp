@@ -76,6 +76,16 @@ class copy_bench {
   /// Milliseconds between two event records on an idle stream.
   [[nodiscard]] double event_pair_ms();
 
+  /// Queues, behind a held GPU, an H2D train (if `h2d`) and a D2H train (if
+  /// `d2h`) of `count` copies of `bytes` on two streams and returns at once:
+  /// several GPUs' trains are queued this way, released together
+  /// (release_queued) and then timed (queued_ms). The device must be current.
+  void queue_trains(bool h2d, bool d2h, std::size_t bytes, unsigned count);
+  /// Starts what queue_trains queued.
+  void release_queued() noexcept { hold_.release(); }
+  /// Waits for the queued trains; each train's span from the release in ms, {h2d, d2h} (0: not queued).
+  [[nodiscard]] std::pair<double, double> queued_ms();
+
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
 
  private:
@@ -97,6 +107,9 @@ class copy_bench {
   gpu_hold hold_;
   owned_stream streams_[pipeline_streams + 1];  // [0] is held; the others carry work
   owned_event events_[2];
+  owned_event queued_[3];  // queue_trains: the release, the H2D train's end, the D2H train's end
+  bool queued_h2d_ = false;
+  bool queued_d2h_ = false;
 };
 
 }  // namespace overlap::probe::detail

@@ -38,6 +38,11 @@ double solo_duration(const Op& op, const DeviceModel& model) {
   if (op.duration) return *op.duration;
   if (op.kind != op_kind::copy && op.kind != op_kind::memset) return 0.0;
   if (op.bytes == 0) return 0.0;
+  const auto bytes = static_cast<double>(op.bytes);
+  if (op.peer && model.host) {
+    if (const PeerLink* link = model.host->peer(op.peer->from, op.peer->to))
+      return model.copy_latency + bytes / (link->rate.at(op.bytes) * 1e6);
+  }
   if (op.peer && model.peer.points.empty()) {
     throw invalid_input(fmt::format(
         "copy: peer copy from device {} to device {} has no time, and device model '{}' has no peer rate "
@@ -46,7 +51,10 @@ double solo_duration(const Op& op, const DeviceModel& model) {
   }
   const double gigabytes_per_second = curve_for(op, model).at(op.bytes);
   // bytes / (GB/s * 1e9) seconds = bytes / (GB/s * 1e6) milliseconds.
-  return model.copy_latency + static_cast<double>(op.bytes) / (gigabytes_per_second * 1e6);
+  double ms = bytes / (gigabytes_per_second * 1e6);
+  // The curves are the first GPU's; another GPU of the host copies at its own link's rate.
+  if (model.host && op.kind == op_kind::copy) ms *= model.host->copy_time_scale(op.device, op.direction);
+  return model.copy_latency + ms;
 }
 
 }  // namespace overlap::sim

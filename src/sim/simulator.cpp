@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "copy_arbitration.hpp"
+#include "host_link_sharing.hpp"
 #include "op_cost.hpp"
 #include "overlap/core/error.hpp"
 #include "overlap/core/op_span.hpp"
@@ -124,6 +125,11 @@ class Simulation {
         labels_(labels == span_labels::made) {
     model_.validate();
     const std::size_t devices = program.device_count();
+    if (model_.host && devices > model_.host->gpus.size()) {
+      throw invalid_input(fmt::format("device model '{}' describes a host of {} GPU(s); the program uses {}",
+                                      model_.name, model_.host->gpus.size(), devices));
+    }
+    shares_host_links_ = model_.host.has_value() && devices > 1;
     last_on_stream_.assign(program.streams().size(), no_index);
     last_unit_on_stream_.assign(program.streams().size(), engine::none);
     crossed_on_stream_.assign(program.streams().size(), false);
@@ -681,22 +687,60 @@ class Simulation {
     return unit == engine::h2d_copy ? active_h2d_[device] : active_d2h_[device];
   }
 
-  // Recomputes both directions' rates on `device` after a copy starts (`started`) or ends.
+  // Recomputes both directions' rates on `device` after a copy starts
+  // (`started`) or ends; with host links shared, every GPU's copies.
   void rebalance_copies(std::uint32_t started, device_id device) {
     if (started != no_index) active_copy(ops_[started].unit, device) = started;
+    if (shares_host_links_) {
+      rebalance_host_copies();
+      return;
+    }
     const bool both = active_h2d_[device] != no_index && active_d2h_[device] != no_index;
     for (std::uint32_t id : {active_h2d_[device], active_d2h_[device]}) {
       if (id == no_index) continue;
-      OpState& s = ops_[id];
-      const double elapsed = std::max(0.0, now_ - s.last_update);
-      s.remaining = std::max(0.0, s.remaining - elapsed * s.rate);
-      s.last_update = std::max(now_, s.start);
-      const double slowdown = both ? s.bidirectional_slowdown : 1.0;
-      s.rate = 1.0 / slowdown;
-      s.version++;
-      s.end = s.last_update + s.remaining / s.rate;
-      schedule(s.end, id, s.version, event_kind::complete);
+      set_copy_rate(id, both ? 1.0 / ops_[id].bidirectional_slowdown : 1.0);
     }
+  }
+
+  // Each GPU's running copies at their own rates, then held together to the
+  // host's totals (src/sim/host_link_sharing).
+  void rebalance_host_copies() {
+    host_copies_.clear();
+    host_demand_.clear();
+    host_base_rate_.clear();
+    const auto& ops = program_.ops();
+    for (device_id d = 0; d < active_h2d_.size(); ++d) {
+      const bool both = active_h2d_[d] != no_index && active_d2h_[d] != no_index;
+      for (std::uint32_t id : {active_h2d_[d], active_d2h_[d]}) {
+        if (id == no_index) continue;
+        const OpState& s = ops_[id];
+        const double rate = both ? 1.0 / s.bidirectional_slowdown : 1.0;
+        // Bytes per ms of solo time, at that rate: GB/s = bytes / (ms * 1e6).
+        const double gbps = s.solo > 0.0 ? static_cast<double>(ops[id].bytes) / (s.solo * 1e6) * rate : 0.0;
+        host_copies_.push_back(id);
+        host_base_rate_.push_back(rate);
+        host_demand_.push_back({d, ops[id].direction, gbps});
+      }
+    }
+    speed_.assign(host_demand_.size(), 1.0);
+    share_host_links(*model_.host, host_demand_, speed_);
+    for (std::size_t k = 0; k < host_copies_.size(); ++k) {
+      const std::uint32_t id = host_copies_[k];
+      set_copy_rate(id, host_base_rate_[k] * speed_[k]);
+    }
+  }
+
+  // Brings a running copy's progress up to now and runs it on at `rate`
+  // (work units of its solo time per unit of time).
+  void set_copy_rate(std::uint32_t id, double rate) {
+    OpState& s = ops_[id];
+    const double elapsed = std::max(0.0, now_ - s.last_update);
+    s.remaining = std::max(0.0, s.remaining - elapsed * s.rate);
+    s.last_update = std::max(now_, s.start);
+    s.rate = rate;
+    s.version++;
+    s.end = s.last_update + s.remaining / s.rate;
+    schedule(s.end, id, s.version, event_kind::complete);
   }
 
   // ---- kernels sharing the SMs ---------------------------------------------------
@@ -787,6 +831,10 @@ class Simulation {
   std::uint64_t sequence_ = 0;
   std::vector<std::uint32_t> active_h2d_;  // per device: its running H2D copy, or no_index
   std::vector<std::uint32_t> active_d2h_;
+  bool shares_host_links_ = false;  // DeviceModel::host, and the program on several GPUs
+  std::vector<std::uint32_t> host_copies_;
+  std::vector<host_copy_demand> host_demand_;
+  std::vector<double> host_base_rate_;  // each one's rate on its own GPU (the other direction counted)
   bool with_timeline_ = true;
   bool labels_ = true;
   std::vector<HostSpan> host_spans_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "overlap/core/model_cache.hpp"
 #include "overlap/cuda/device_models.hpp"
 #include "overlap/cuda/error.hpp"
+#include "overlap/probe/host_probe.hpp"
 #include "overlap/probe/probe.hpp"
 #endif
 
@@ -44,6 +46,8 @@ Examples:
   overlap probe --quick -o my-gpu.json    a smaller sweep (under 20 s)
   overlap probe --cache                   keep it for this GPU and driver: a Pipeline with
                                           model_source = cached_probe plans on it
+  overlap probe --all-devices -o host.json  every GPU: alone, all at once, peer pairs
+                                          (GPU 0 in full, then about 10 s a GPU)
   overlap simulate spec.yaml --device my-gpu.json
   overlap plan --bytes-in 256MiB --bytes-out 256MiB --kernel 0.3 --device my-gpu.json
 
@@ -52,6 +56,7 @@ without CUDA.)";
 
 struct ProbeOptions {
   bool quick = false;
+  bool all_devices = false;
   bool json = false;
   bool cache = false;
   std::string output;
@@ -130,6 +135,39 @@ std::string summary_text(const probe::probe_measurements& m, const DeviceModel& 
   return text;
 }
 
+// What --all-devices adds: each GPU alone, all at once, and the peer pairs.
+std::string host_text(const probe::host_measurements& m) {
+  const auto& gpus = m.gpus;
+  std::string text = fmt::format("host of {} GPU(s), probed in {:.1f} s in all:\n", gpus.size(), m.seconds);
+  double alone_h2d = 0.0;
+  double alone_d2h = 0.0;
+  double alone_both = 0.0;
+  for (const auto& g : gpus) {
+    text += fmt::format("  GPU {} {} (PCI {}) alone: H2D {:.1f}, D2H {:.1f}, both ways {:.1f} GB/s\n",
+                        g.device, g.name, g.pci_bus_id, g.peaks.h2d.gigabytes_per_second,
+                        g.peaks.d2h.gigabytes_per_second, g.peaks.both.gigabytes_per_second);
+    alone_h2d += g.peaks.h2d.gigabytes_per_second;
+    alone_d2h += g.peaks.d2h.gigabytes_per_second;
+    alone_both += g.peaks.both.gigabytes_per_second;
+  }
+  const auto& t = m.together;
+  const auto share = [](const probe::measured& together, double alone) {
+    return fmt::format("{:.1f} GB/s ({:.0f}% of their rates alone, spread {:.1f}%)", together.median,
+                       100.0 * together.median / alone, 100.0 * together.spread());
+  };
+  text += fmt::format("  all at once, {} copies of {} each: H2D {}\n", t.copies, size_text(t.bytes),
+                      share(t.h2d_gbps, alone_h2d));
+  text += fmt::format("    D2H {}\n    both ways {}\n", share(t.d2h_gbps, alone_d2h),
+                      share(t.both_gbps, alone_both));
+  for (const auto& p : m.peers) {
+    if (p.gbps.empty()) continue;
+    text += fmt::format("  peer GPU {} -> GPU {}: {:.1f} GB/s at {} copies ({})\n", p.from, p.to,
+                        p.gbps.back().median, size_text(p.sizes.back()),
+                        p.direct ? "peer access" : "no peer access: staged by the driver");
+  }
+  return text;
+}
+
 int run_probe(const ProbeOptions& o, Streams io) {
   if (cuda::device_count() == 0) {
     io.err << "overlap probe: no CUDA device\n";
@@ -143,10 +181,17 @@ int run_probe(const ProbeOptions& o, Streams io) {
     io.err << fmt::format("[{}/{}] {}\n", step, steps, what) << std::flush;
   };
   probe::probe_measurements m;
+  std::optional<probe::host_measurements> host;
   DeviceModel model;
   try {
-    m = probe::run_probe(options);
-    model = probe::model_from_probe(m);
+    if (o.all_devices) {
+      host = probe::run_host_probe(options);
+      m = host->first;
+      model = probe::model_from_host_probe(*host);
+    } else {
+      m = probe::run_probe(options);
+      model = probe::model_from_probe(m);
+    }
   } catch (const invalid_input&) {
     throw;
   } catch (const std::exception& e) {
@@ -155,7 +200,8 @@ int run_probe(const ProbeOptions& o, Streams io) {
   }
   if (o.cache) {
     try {
-      io.err << "cached: " << store_cached_model(model, cuda::current_device_model_key()).string() << '\n';
+      const cached_model_key key = o.all_devices ? cuda::host_model_key() : cuda::current_device_model_key();
+      io.err << "cached: " << store_cached_model(model, key).string() << '\n';
     } catch (const invalid_input&) {
       throw;
     } catch (const std::exception& e) {
@@ -163,12 +209,13 @@ int run_probe(const ProbeOptions& o, Streams io) {
       return exit_findings;
     }
   }
+  const std::string summary = summary_text(m, model) + (host ? host_text(*host) : std::string());
   if (o.output.empty() || o.output == "-") {
-    io.out << (o.json ? model.to_json() : summary_text(m, model));
+    io.out << (o.json ? model.to_json() : summary);
     return exit_ok;
   }
   write_output(o.output, model.to_json(), io);
-  if (!o.json) io.out << summary_text(m, model);
+  if (!o.json) io.out << summary;
   io.err << "model: " << o.output << '\n';
   return exit_ok;
 }
@@ -183,6 +230,10 @@ Subcommand add_probe(CLI::App& parent, Streams io) {
   app->footer(footer);
   app->add_flag("--quick", o->quick, "A smaller sweep and fewer repetitions (under 20 s)");
   app->add_option("-o,--output", o->output, "Write the model JSON to FILE (a summary still goes to stdout)");
+  app->add_flag("--all-devices", o->all_devices,
+                "Every GPU of the host: GPU 0 in full, then each GPU's link alone, all GPUs copying at once "
+                "(H2D, D2H, both ways) and peer copies between each pair; the model keeps what they share "
+                "(\"host\"), which the simulator holds GPUs copying together to");
   app->add_flag("--json", o->json, "Print the model JSON rather than the summary");
   app->add_flag("--cache", o->cache,
                 "Also keep the model as this GPU's cached probe ($XDG_CACHE_HOME/overlap/models), which a "

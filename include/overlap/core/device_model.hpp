@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "overlap/core/bandwidth_curve.hpp"
+#include "overlap/core/host_links.hpp"
 #include "overlap/core/program.hpp"
 
 namespace overlap {
@@ -37,21 +39,6 @@ enum class copy_arbitration : std::uint8_t {
   /// one: copies queued on several streams run stream by stream, not
   /// interleaved (measured on an H100 by `overlap probe`).
   stream_round_robin,
-};
-
-/// One point of a copy bandwidth curve: the effective rate at a size.
-struct BandwidthPoint {
-  std::uint64_t bytes = 0;            ///< copy size
-  double gigabytes_per_second = 0.0;  ///< 1 GB = 1e9 bytes
-};
-
-/// Effective copy bandwidth as a function of size, interpolated linearly in
-/// log2(bytes) between points and held constant beyond the ends.
-struct BandwidthCurve {
-  std::vector<BandwidthPoint> points;  ///< strictly increasing in bytes
-
-  /// Bandwidth in GB/s for a copy of `bytes`.
-  [[nodiscard]] double at(std::uint64_t bytes) const;
 };
 
 /// How much slower each direction runs while the other runs too, at a copy size.
@@ -182,6 +169,11 @@ struct DeviceModel {
   /// cudaHostRegister / cudaHostUnregister cost per GiB (probed; empty in presets).
   std::optional<double> host_register_ms_per_gib;
   std::optional<double> host_unregister_ms_per_gib;  ///< cudaHostUnregister ms per GiB (probed)
+
+  /// What this GPU shares with the other GPUs of its host, and their own
+  /// links (`overlap probe --all-devices`); unset: every GPU of a program
+  /// copies at these curves, as if alone on the host.
+  std::optional<HostLinks> host;
 
   /// Set when `overlap probe` measured the model.
   std::optional<ProbeRecord> probe;

@@ -3,10 +3,20 @@
 // it (overlap/core/model_cache.hpp).
 #pragma once
 
+#include <string>
+
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/model_cache.hpp"
 
 namespace overlap::cuda {
+
+/// GPU `device`'s UUID as nvidia-smi -L spells it ("GPU-5a1c0f3e-..."). Throws cuda_error.
+[[nodiscard]] std::string device_uuid(int device);
+
+/// Where the host model of every visible GPU (`overlap probe --all-devices
+/// --cache`) is cached: a name made from their UUIDs in device order, and
+/// the driver. Throws cuda_error.
+[[nodiscard]] cached_model_key host_model_key();
 
 /// The current GPU's UUID (as nvidia-smi -L spells it) and driver version
 /// (as `overlap probe` records it): where its probed model is cached. Throws

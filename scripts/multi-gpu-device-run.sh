@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# On a lent machine of two or more GPUs (nvidia-h100-x2): builds the CLI, the
+# GPU tests and bench/multi_gpu_copies for sm_90 (against .devdeps, as
+# scripts/device-build.sh does), then writes under $OUT (at most 8 files come
+# back from the device):
+#   log.txt          every step's output: how the GPUs and CPUs are linked
+#                    (nvidia-smi topo -m), the probes' summaries, the tests
+#   host-full.json   overlap probe --all-devices (the full probe)
+#   compare.json     ROUNDS rounds of bench/multi_gpu_copies (the independent
+#                    measurement) each beside probe --all-devices --quick,
+#                    compared by bench/multi_gpu_compare.py
+#   rounds.tar.gz    those rounds' models and measurements
+#   gpu-tests.txt    the GPU tests, legacy and per-thread default stream, and
+#                    compute-sanitizer memcheck of the multi-GPU tests
+# Each step has its own time limit, so a slow one leaves the others' files.
+#   scripts/multi-gpu-device-run.sh [ROUNDS]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+# NVLink multicast stays off on the shared multi-GPU hosts (KINDS.md).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+OUT=${OUT:-out}
+ROUNDS=${1:-2}
+mkdir -p "$OUT" "$OUT/rounds"
+exec > >(tee -a "$OUT/log.txt") 2>&1
+deps=$PWD/.devdeps/usr
+[ -d "$deps" ] || { echo "multi-gpu-device-run: no .devdeps/ (run scripts/stage-device-deps.sh first)" >&2; exit 2; }
+export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+B=build/h100
+step() { echo "=== $(date -u +%H:%M:%S) $*"; }
+
+step build
+s=$SECONDS
+{
+  cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DOVERLAP_WERROR=OFF \
+    -DOVERLAP_PYTHON=OFF -DCMAKE_PREFIX_PATH="$deps" &&
+    cmake --build $B -j "$(nproc)" --target overlap overlap_gpu_tests overlap_gpu_tests_per_thread multi_gpu_copies
+} >/tmp/multi-gpu-build.log 2>&1 || { tail -40 /tmp/multi-gpu-build.log; exit 1; }
+echo "built in $((SECONDS - s)) s"
+
+step topology
+nvidia-smi -L; nvidia-smi topo -m; nproc; grep -m1 "model name" /proc/cpuinfo
+
+overlap=$B/tools/overlap/overlap
+step "probe --all-devices (full)"
+timeout 300 $overlap probe --all-devices -o "$OUT/host-full.json" 2>/dev/null
+echo "exit $?"
+
+pairs=()
+for r in $(seq 1 "$ROUNDS"); do
+  step "round $r: bench/multi_gpu_copies, then probe --all-devices --quick"
+  R=$OUT/rounds
+  timeout 120 $B/bench/multi_gpu_copies --bytes 64 --copies 8 --reps 7 >"$R/copies-$r.json"
+  echo "exit $?"; cat "$R/copies-$r.json"
+  timeout 200 $overlap probe --all-devices --quick -o "$R/host-quick-$r.json" >"$R/host-quick-$r.txt" 2>&1
+  echo "exit $?"; grep -A3 "all at once" "$R/host-quick-$r.txt"
+  pairs+=(--round "$R/host-quick-$r.json" "$R/copies-$r.json")
+done
+step "the probe against the independent measurement"
+python3 bench/multi_gpu_compare.py "${pairs[@]}" --json "$OUT/compare.json"
+tar -czf "$OUT/rounds.tar.gz" -C "$OUT" rounds && rm -rf "$OUT/rounds"
+
+for t in overlap_gpu_tests overlap_gpu_tests_per_thread; do
+  step "$t"
+  echo "=== $t" >>"$OUT/gpu-tests.txt"
+  timeout 240 $B/tests/$t --gtest_brief=1 >>"$OUT/gpu-tests.txt" 2>&1
+  echo "exit $?"; tail -3 "$OUT/gpu-tests.txt"
+done
+
+step "memcheck of the multi-GPU tests"
+echo "=== memcheck" >>"$OUT/gpu-tests.txt"
+timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 $B/tests/overlap_gpu_tests \
+  --gtest_filter='HostProbe.*:MultiGpu*' >>"$OUT/gpu-tests.txt" 2>&1
+echo "exit $?"; tail -3 "$OUT/gpu-tests.txt"
+step done
