@@ -10,10 +10,12 @@
 #                    measurement) each beside probe --all-devices --quick,
 #                    compared by bench/multi_gpu_compare.py
 #   rounds.tar.gz    those rounds' models and measurements
+#   pipeline.json    bench/multi_gpu_pipeline: the Pipeline on one GPU and
+#                    two against the best hand-written two-GPU loop and the floors
 #   gpu-tests.txt    the GPU tests, legacy and per-thread default stream, and
 #                    compute-sanitizer memcheck of the multi-GPU tests
 # Each step has its own time limit, so a slow one leaves the others' files.
-#   scripts/multi-gpu-device-run.sh [ROUNDS]
+#   scripts/multi-gpu-device-run.sh [ROUNDS]   (0: the full probe, the Pipeline and the tests only)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # NVLink multicast stays off on the shared multi-GPU hosts (KINDS.md).
@@ -33,7 +35,8 @@ s=$SECONDS
 {
   cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DOVERLAP_WERROR=OFF \
     -DOVERLAP_PYTHON=OFF -DCMAKE_PREFIX_PATH="$deps" &&
-    cmake --build $B -j "$(nproc)" --target overlap overlap_gpu_tests overlap_gpu_tests_per_thread multi_gpu_copies
+    cmake --build $B -j "$(nproc)" --target overlap overlap_gpu_tests overlap_gpu_tests_per_thread multi_gpu_copies \
+      multi_gpu_pipeline
 } >/tmp/multi-gpu-build.log 2>&1 || { tail -40 /tmp/multi-gpu-build.log; exit 1; }
 echo "built in $((SECONDS - s)) s"
 
@@ -55,9 +58,17 @@ for r in $(seq 1 "$ROUNDS"); do
   echo "exit $?"; grep -A3 "all at once" "$R/host-quick-$r.txt"
   pairs+=(--round "$R/host-quick-$r.json" "$R/copies-$r.json")
 done
-step "the probe against the independent measurement"
-python3 bench/multi_gpu_compare.py "${pairs[@]}" --json "$OUT/compare.json"
-tar -czf "$OUT/rounds.tar.gz" -C "$OUT" rounds && rm -rf "$OUT/rounds"
+if [ "$ROUNDS" -gt 0 ]; then
+  step "the probe against the independent measurement"
+  python3 bench/multi_gpu_compare.py "${pairs[@]}" --json "$OUT/compare.json"
+  tar -czf "$OUT/rounds.tar.gz" -C "$OUT" rounds
+fi
+rm -rf "$OUT/rounds"
+
+step "the Pipeline on one GPU and on two (bench/multi_gpu_pipeline)"
+timeout 300 $B/bench/multi_gpu_pipeline --reps "${PIPELINE_REPS:-7}" --model "$OUT/host-full.json" \
+  --json "$OUT/pipeline.json"
+echo "exit $?"
 
 for t in overlap_gpu_tests overlap_gpu_tests_per_thread; do
   step "$t"

@@ -35,6 +35,12 @@ pipeline_engine& pipeline_engine::operator=(pipeline_engine&&) noexcept = defaul
 
 run_report pipeline_engine::run(const erased_run& r, const pipeline_options& options,
                                 const erased_stage& stage) {
+  if (!options.devices.empty()) return run_on_devices(r, options, stage);
+  return run_here(r, options, stage);
+}
+
+run_report pipeline_engine::run_here(const erased_run& r, const pipeline_options& options,
+                                     const erased_stage& stage) {
   if (!resources_) resources_ = std::make_unique<pipeline_resources>();
   pipeline_resources& res = *resources_;
   std::vector<host_registration> registrations;

@@ -63,6 +63,11 @@ pipeline_graph capture_pipeline(const erased_run& r, const pipeline_options& opt
         "record: recording::on cannot be captured into a graph (its timing events would not be "
         "recorded); use Pipeline::run to record a Timeline");
   }
+  if (!options.devices.empty()) {
+    throw invalid_input(
+        "devices: capture() runs on the current GPU alone; leave devices empty and make the GPU current "
+        "(cudaSetDevice), or use Pipeline::run to spread a run over several GPUs");
+  }
   auto g = std::make_unique<graph_state>();
   host_path path = host_path::pinned;
   settled_run settled = settle_run(r, options, stage, g->registrations, g->resources.calibration, path);

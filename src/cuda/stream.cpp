@@ -17,6 +17,12 @@ bool stream_view::is_idle() const {
   return true;
 }
 
+int stream_view::device() const {
+  int device = 0;
+  check(cudaStreamGetDevice(handle_, &device), "cudaStreamGetDevice");
+  return device;
+}
+
 stream::stream(options opts) {
   const unsigned flags = opts.sync == stream_sync::non_blocking ? cudaStreamNonBlocking : cudaStreamDefault;
   check(cudaStreamCreateWithPriority(&handle_, flags, opts.priority), "cudaStreamCreateWithPriority");

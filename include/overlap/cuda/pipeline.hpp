@@ -31,6 +31,7 @@
 #include "overlap/core/kernel_cost.hpp"
 #include "overlap/core/pipeline_shape.hpp"
 #include "overlap/core/program.hpp"
+#include "overlap/core/program_join.hpp"
 #include "overlap/core/timeline.hpp"
 #include "overlap/cuda/device_models.hpp"
 #include "overlap/cuda/stream.hpp"
@@ -197,7 +198,23 @@ struct pipeline_options {
   recording record = recording::off;
   /// Race-check the Program before issuing it (overlap::check); on in debug builds.
   program_check check = default_program_check;
+  /// The GPUs to spread the run over: CUDA device ordinals, each at most
+  /// once (all_devices() names every visible one). Empty: the current device
+  /// alone. With two or more, the input is cut into one contiguous part per
+  /// GPU, in proportion to each GPU's both-ways link rate when `model` has
+  /// host links (`overlap probe --all-devices`), else evenly; each part runs
+  /// as its own pipeline on its GPU (streams, ring and chunking per GPU;
+  /// device_budget_bytes holds per GPU), from a host thread of its own, so the
+  /// stage is called from several threads at once, each time on a stream of
+  /// the chunk's GPU (stream_view::device()) with that GPU current. Chunks
+  /// are numbered across the whole input, in order. Not with chunk_schedule,
+  /// stage calibration or capture() (one GPU only).
+  std::vector<int> devices;
 };
+
+/// Every visible GPU's ordinal, 0 .. cudaGetDeviceCount() - 1, for
+/// pipeline_options::devices; throws cuda_error.
+[[nodiscard]] std::vector<int> all_devices();
 
 /// What a run did.
 struct run_report {
@@ -217,6 +234,19 @@ struct run_report {
   std::size_t device_bytes = 0;        ///< device memory held by the ring
   double host_issue_ms = 0.0;          ///< host time spent issuing every op
   host_path host = host_path::pinned;  ///< how the host data was reached
+  /// Per GPU of a run over several (pipeline_options::devices): the GPU,
+  /// its part's first chunk, and that part's own report (whose program
+  /// and timeline are the part's alone). Empty for a run on one GPU. The
+  /// fields above then sum (chunks, device_bytes) or take the largest
+  /// (chunk_bytes, streams, ring_depth, host_issue_ms) over the parts, and
+  /// program and timeline join the parts' (streams "gpuN.StreamK" on GPU N).
+  struct device_part {
+    int device = 0;                            ///< CUDA ordinal
+    std::size_t first_chunk = 0;               ///< index of its first chunk in the whole run
+    std::size_t first_element = 0;             ///< its first input element
+    std::shared_ptr<const run_report> report;  ///< that GPU's run
+  };
+  std::vector<device_part> parts;  ///< one per GPU that had input
 };
 
 /// A chunk failed: the chunk, and whether every earlier chunk's output is complete.
@@ -336,7 +366,22 @@ class pipeline_engine {
   run_report run(const erased_run& run, const pipeline_options& options, const erased_stage& stage);
 
  private:
+  /// One GPU's run (options.devices empty or naming one GPU).
+  run_report run_here(const erased_run& run, const pipeline_options& options, const erased_stage& stage);
+  /// A run over several GPUs (src/cuda/pipeline_devices.cpp).
+  run_report run_on_devices(const erased_run& run, const pipeline_options& options,
+                            const erased_stage& stage);
+
   std::unique_ptr<pipeline_resources> resources_;
+  /// Per GPU of runs over several: its engine, kept between runs.
+  std::vector<std::pair<int, std::unique_ptr<pipeline_engine>>> per_device_;
+  /// The last run over several GPUs: its parts (GPU, first element,
+  /// elements, chunks) and their joined Program, reused while the split is
+  /// the same, so that a repeated run does not join the parts again after
+  /// its GPUs are done.
+  std::vector<std::size_t> joined_key_;
+  Program joined_program_;
+  std::vector<JoinedIds> joined_ids_;  ///< where each part's ops and streams are in it
 };
 
 }  // namespace detail

@@ -29,6 +29,9 @@ class stream_view {
   void synchronize() const;
   /// True when all work is done (cudaStreamQuery), false while busy; throws on error.
   [[nodiscard]] bool is_idle() const;
+  /// The GPU the stream belongs to (cudaStreamGetDevice; for a default
+  /// stream, the current device); throws cuda_error.
+  [[nodiscard]] int device() const;
 
   /// True when both view the same stream handle.
   friend bool operator==(stream_view a, stream_view b) noexcept { return a.handle_ == b.handle_; }
