@@ -158,6 +158,12 @@ run_report pipeline_engine::run_on_devices(const erased_run& r, const pipeline_o
   for (part& p : parts) {
     const device_scope on(p.device);
     p.options = each;
+    if (path == host_path::staged) {
+      // Every part staged as the whole run was decided, with its chunk size
+      // given as settle_run would choose it, so the engine plans the same.
+      p.options.pageable = pageable_memory::stage;
+      if (const auto bytes = staged_chunk_bytes(p.run, p.options)) p.options.chunk_bytes = *bytes;
+    }
     const plan own =
         make_plan(p.run, p.options, p.options.model ? &*p.options.model : chunking_model(p.options));
     p.first_chunk = next_chunk;
@@ -243,6 +249,13 @@ run_report pipeline_engine::run_on_devices(const erased_run& r, const pipeline_o
     }
   }
 
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (reports[i].chunks != parts[i].chunks)
+      throw error(
+          fmt::format("Pipeline over several GPUs: GPU {} ran {} chunks where {} were numbered for it "
+                      "(an internal error: please report it)",
+                      parts[i].device, reports[i].chunks, parts[i].chunks));
+  }
   // Joined: one Program and Timeline with every GPU's streams, sums and maxima.
   if (rejoin) {
     joined_key_.clear();  // a join that throws leaves nothing to reuse

@@ -215,11 +215,21 @@ TEST(MultiGpuPipeline, PageableDataIsRegisteredOnceForEveryGpu) {
   options.pageable = overlap::cuda::pageable_memory::stage;
   std::fill(output.begin(), output.end(), 0.0F);
   Pipeline<float> staged(options);
+  std::mutex mutex;
+  std::vector<std::size_t> chunks;
   const auto staged_report = staged.run(
-      input, output, [](std::span<const float> in, std::span<float> out, stream_view s, std::size_t) {
+      input, output, [&](std::span<const float> in, std::span<float> out, stream_view s, std::size_t chunk) {
+        {
+          const std::lock_guard<std::mutex> lock(mutex);
+          chunks.push_back(chunk);
+        }
         launch_axpb(in, out, s);
       });
   EXPECT_EQ(staged_report.host, overlap::cuda::host_path::staged);
+  // Staged parts are numbered like any: 0 .. chunks - 1, each once.
+  std::sort(chunks.begin(), chunks.end());
+  ASSERT_EQ(chunks.size(), staged_report.chunks);
+  for (std::size_t i = 0; i < chunks.size(); ++i) EXPECT_EQ(chunks[i], i);
   EXPECT_TRUE(overlap_test::same_bytes<float>(overlap_test::axpb_reference(input), output));
 }
 
