@@ -151,27 +151,6 @@ run_report pipeline_engine::run_on_devices(const erased_run& r, const pipeline_o
 
   std::vector<part> parts =
       split(r, whole, options.devices, weights_of(options.devices, options), options.ratio);
-  // Each part's chunking, planned as its engine will plan it (same sizes,
-  // options and model), so that chunks are numbered across the whole run
-  // before any stage is called.
-  std::size_t next_chunk = 0;
-  for (part& p : parts) {
-    const device_scope on(p.device);
-    p.options = each;
-    if (path == host_path::staged) {
-      // Every part staged as the whole run was decided, with its chunk size
-      // given as settle_run would choose it, so the engine plans the same.
-      p.options.pageable = pageable_memory::stage;
-      if (const auto bytes = staged_chunk_bytes(p.run, p.options)) p.options.chunk_bytes = *bytes;
-    }
-    const plan own =
-        make_plan(p.run, p.options, p.options.model ? &*p.options.model : chunking_model(p.options));
-    p.first_chunk = next_chunk;
-    p.chunks = own.chunks;
-    next_chunk += own.chunks;
-  }
-  const std::size_t total_chunks = next_chunk;
-
   std::vector<pipeline_engine*> engines;
   for (const part& p : parts) {
     auto found = std::find_if(per_device_.begin(), per_device_.end(),
@@ -182,6 +161,23 @@ run_report pipeline_engine::run_on_devices(const erased_run& r, const pipeline_o
     }
     engines.push_back(found->second.get());
   }
+
+  // Each part's chunking, settled by its own engine (which its run then
+  // reuses), so that chunks are numbered across the whole run before any
+  // stage is called.
+  std::size_t next_chunk = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    part& p = parts[i];
+    const device_scope on(p.device);
+    p.options = each;
+    // A staged run stays staged in every part: two parts registering their
+    // own ranges in place could share a page at their boundary.
+    if (path == host_path::staged) p.options.pageable = pageable_memory::stage;
+    p.first_chunk = next_chunk;
+    p.chunks = engines[i]->settled_chunks(p.run, p.options, stage);
+    next_chunk += p.chunks;
+  }
+  const std::size_t total_chunks = next_chunk;
 
   std::vector<run_report> reports(parts.size());
   std::vector<std::exception_ptr> failures(parts.size());
@@ -217,8 +213,14 @@ run_report pipeline_engine::run_on_devices(const erased_run& r, const pipeline_o
         failures[i] = std::current_exception();
       }
     }
-    if (!rejoin) joined.program = joined_program_;
+    std::exception_ptr copy_failed;
+    try {
+      if (!rejoin) joined.program = joined_program_;
+    } catch (...) {
+      copy_failed = std::current_exception();  // rethrown once every thread is joined
+    }
     for (auto& t : threads) t.join();  // every GPU drains, whatever another did
+    if (copy_failed) std::rethrow_exception(copy_failed);
   }
 
   // The first part that failed, in chunk order, names the run's failure.

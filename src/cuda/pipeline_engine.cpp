@@ -39,6 +39,14 @@ run_report pipeline_engine::run(const erased_run& r, const pipeline_options& opt
   return run_here(r, options, stage);
 }
 
+std::size_t pipeline_engine::settled_chunks(const erased_run& r, const pipeline_options& options,
+                                            const erased_stage& stage) {
+  if (!resources_) resources_ = std::make_unique<pipeline_resources>();
+  std::vector<host_registration> registrations;  // none for pinned or staged parts
+  host_path path = host_path::pinned;
+  return resources_->settle(r, options, stage, registrations, path).p.chunks;
+}
+
 run_report pipeline_engine::run_here(const erased_run& r, const pipeline_options& options,
                                      const erased_stage& stage) {
   if (!resources_) resources_ = std::make_unique<pipeline_resources>();

@@ -368,6 +368,9 @@ class pipeline_engine {
  private:
   /// One GPU's run (options.devices empty or naming one GPU).
   run_report run_here(const erased_run& run, const pipeline_options& options, const erased_stage& stage);
+  /// The chunks this engine's run of `run` will cut (its settled plan, kept for that run).
+  std::size_t settled_chunks(const erased_run& run, const pipeline_options& options,
+                             const erased_stage& stage);
   /// A run over several GPUs (src/cuda/pipeline_devices.cpp).
   run_report run_on_devices(const erased_run& run, const pipeline_options& options,
                             const erased_stage& stage);
