@@ -25,9 +25,16 @@ class TraceBuilder {
   static constexpr std::uint64_t base_ns = 1'000'000'000;
   static constexpr std::uint64_t ns(double us) { return base_ns + static_cast<std::uint64_t>(us * 1000.0); }
 
-  TraceBuilder() {
-    line({{"t", "header"}, {"version", 1}, {"pid", 42}, {"exe", "/apps/app_test"}, {"start", base_ns}});
+  /// A trace of process `pid`.
+  explicit TraceBuilder(std::uint64_t pid = 42) {
+    line({{"t", "header"}, {"version", 1}, {"pid", pid}, {"exe", "/apps/app_test"}, {"start", base_ns}});
     line({{"t", "device"}, {"device", 0}, {"name", "Test GPU"}, {"sms", 100}, {"copy_engines", 2}});
+  }
+
+  /// The `env` record: `variables` as name -> value strings ("RANK": "1").
+  TraceBuilder& env(nlohmann::json variables) {
+    variables["t"] = "env";
+    return line(variables);
   }
 
   TraceBuilder& stream(std::uint32_t id, const std::string& kind) {

@@ -211,6 +211,14 @@ AuditReport audit(const Capture& run, const DeviceModel& uncalibrated, const Aud
     serialized->level = by_consequence(run, *serialized, phases, min_saving);
     report.findings.push_back(std::move(*serialized));
   }
+  if (CommunicationUse use = communication_use(run, phases.steady_start, phases.steady_end);
+      use.communication_kernels > 0) {
+    if (auto serialized = detail::find_serialized_communication(run, use, phases)) {
+      serialized->level = by_consequence(run, *serialized, phases, min_saving);
+      report.findings.push_back(std::move(*serialized));
+    }
+    report.communication = std::move(use);
+  }
 
   std::stable_sort(report.findings.begin(), report.findings.end(),
                    [](const AuditFinding& a, const AuditFinding& b) {

@@ -61,6 +61,14 @@ inline constexpr std::size_t max_listed_ops = 20;
 [[nodiscard]] std::optional<AuditFinding> find_serialized_graph_nodes(const Capture& run,
                                                                       const Phases& phases);
 
+/// Collective kernels sharing a stream with compute kernels in the steady
+/// state (`use`, the steady state's communication figures); one finding, its
+/// measured cost the collectives' time there and its predicted saving (an
+/// upper bound) the part of it compute could have hidden.
+[[nodiscard]] std::optional<AuditFinding> find_serialized_communication(const Capture& run,
+                                                                        const CommunicationUse& use,
+                                                                        const Phases& phases);
+
 /// The device's active window: from the first device work's start to the last one's end.
 struct ActiveWindow {
   double start = 0.0;

@@ -91,6 +91,18 @@ std::string link_text(const HostLinkTraffic& l) {
   return fmt::format("host link: {}\n", fmt::join(parts, "; "));
 }
 
+// The steady state's collectives against compute, as HTA gives them per rank.
+std::string communication_text(const std::optional<CommunicationUse>& c) {
+  if (!c) return {};
+  return fmt::format(
+      "communication (steady state): {} collective kernel{} ran {}, {:.1f}% of it overlapped with compute "
+      "({} "
+      "compute kernels, {}); GPU idle {:.1f}% of {}\n",
+      c->communication_kernels, c->communication_kernels == 1 ? "" : "s", ms_text(c->communication),
+      100.0 * c->overlap_fraction().value_or(0.0), c->compute_kernels, ms_text(c->compute),
+      100.0 * c->idle_fraction(), ms_text(c->span));
+}
+
 }  // namespace
 
 std::string format_text(const AuditReport& r, check::severity fail_on) {
@@ -106,6 +118,7 @@ std::string format_text(const AuditReport& r, check::severity fail_on) {
                            : std::string());
   out += link_text(r.link);
   out += detail::phases_text(r);
+  out += communication_text(r.communication);
   for (const AuditFinding& f : r.findings) {
     out += fmt::format("\n{} {}{}: {}", check::to_string(f.level), f.rule,
                        f.count > 1 ? fmt::format(" (×{})", f.count) : std::string(), f.message);
@@ -179,6 +192,24 @@ ordered_json stream_activity_json(const StreamActivity& a) {
           {"communication_overlap", overlap}};
 }
 
+ordered_json communication_json(const std::optional<CommunicationUse>& c) {
+  if (!c) return nullptr;
+  return {{"window_start_ms", c->window_start},
+          {"window_end_ms", c->window_end},
+          {"communication_kernels", c->communication_kernels},
+          {"compute_kernels", c->compute_kernels},
+          {"communication_ms", c->communication},
+          {"compute_ms", c->compute},
+          {"overlapped_ms", c->overlapped},
+          {"overlap_fraction", c->overlap_fraction().value_or(0.0)},
+          {"span_ms", c->span},
+          {"busy_ms", c->busy},
+          {"idle_ms", c->idle()},
+          {"idle_fraction", c->idle_fraction()},
+          {"shared_streams", c->shared_streams},
+          {"communication_on_shared_ms", c->communication_on_shared}};
+}
+
 }  // namespace
 
 std::string format_json(const AuditReport& r, check::severity fail_on) {
@@ -225,6 +256,7 @@ std::string format_json(const AuditReport& r, check::severity fail_on) {
                                 ? ordered_json(r.kernel_accesses.measuring_run_s)
                                 : ordered_json(nullptr)}}},
       {"link", link_json(r.link)},
+      {"communication", communication_json(r.communication)},
       {"summary",
        {{"errors", r.count(check::severity::error)},
         {"warnings", r.count(check::severity::warning)},

@@ -83,6 +83,7 @@ class Converter {
       for (std::size_t i = 0; i < trace.calls.size(); ++i) call_by_corr_.try_emplace(trace.calls[i].corr, i);
     }
     graphs_.emplace(trace, order_, work_by_call_, call_by_corr_);
+    out_.start_ns = t0_;
     if (!trace.devices.empty()) {
       out_.device = trace.devices.front().name;
       out_.sms = trace.devices.front().sms;
@@ -942,7 +943,10 @@ class Converter {
     for (const auto& [corr, work] : work_by_call_) {
       if (!claimed_.contains(corr)) out_.unmatched_work += work.size();
     }
-    for (const Range& r : trace_.ranges) out_.ranges.push_back({r.name, ms(r.start), ms(r.end)});
+    // A range opened before the first CUDA call (torch.profiler's first step
+    // often is) starts, for this run, at the trace's start.
+    for (const Range& r : trace_.ranges)
+      out_.ranges.push_back({r.name, ms(std::max(r.start, t0_)), ms(std::max(r.end, t0_))});
     out_.complete = trace_.complete;
     out_.end_reason = trace_.end_reason;
     out_.dropped = trace_.dropped;

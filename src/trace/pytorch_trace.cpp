@@ -236,6 +236,20 @@ void read_devices(const json& root, RawTrace& trace, std::string_view source) {
   }
 }
 
+// torch.distributed's rank of the process that wrote the trace (Kineto's
+// `distributedInfo`, present when a process group existed): names the
+// process among a job's traces as RANK does in ours.
+void read_rank(const json& root, RawTrace& trace, std::string_view source) {
+  const auto info = root.find("distributedInfo");
+  if (info == root.end() || !info->is_object()) return;
+  const auto rank = info->find("rank");
+  if (rank == info->end()) return;
+  if (!rank->is_number_integer() || rank->get<std::int64_t>() < 0)
+    throw invalid_input(fmt::format(
+        "{}: distributedInfo.rank: is not a rank (expected an integer >= 0, got {})", source, rank->dump()));
+  trace.env.rank = std::to_string(rank->get<std::int64_t>());
+}
+
 }  // namespace
 
 bool looks_like_chrome_trace(std::string_view head) noexcept {
@@ -281,7 +295,10 @@ RawTrace read_pytorch_trace(std::string_view text, std::string_view source) {
   trace.gaps = {.pointers = true, .event_records = true, .stream_kinds = true, .call_status = true};
   trace.complete = true;
   trace.end_reason = "exit";
-  if (root.is_object()) read_devices(root, trace, source);
+  if (root.is_object()) {
+    read_devices(root, trace, source);
+    read_rank(root, trace, source);
+  }
 
   std::map<std::uint64_t, std::size_t> call_of;  // correlation -> index into trace.calls
   std::vector<std::size_t> event_of_work;        // per trace.work: its index in traceEvents

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <utility>
 
+#include "intervals.hpp"
+
 namespace overlap::trace {
 
 namespace {
@@ -33,37 +35,10 @@ bool is_communication(const DeviceWork& w) {
   return name.find("nccl") != std::string::npos;
 }
 
-using Intervals = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
-
-Intervals merged(Intervals spans) {
-  std::sort(spans.begin(), spans.end());
-  Intervals out;
-  for (const auto& [start, end] : spans) {
-    if (!out.empty() && start <= out.back().second) {
-      out.back().second = std::max(out.back().second, end);
-    } else {
-      out.emplace_back(start, end);
-    }
-  }
-  return out;
-}
-
-std::uint64_t length(const Intervals& spans) {
-  std::uint64_t total = 0;
-  for (const auto& [start, end] : spans) total += end - start;
-  return total;
-}
-
-std::uint64_t intersection(const Intervals& a, const Intervals& b) {
-  std::uint64_t total = 0;
-  std::size_t j = 0;
-  for (const auto& [start, end] : a) {
-    while (j < b.size() && b[j].second <= start) ++j;
-    for (std::size_t k = j; k < b.size() && b[k].first < end; ++k)
-      total += std::min(end, b[k].second) - std::max(start, b[k].first);
-  }
-  return total;
-}
+using Intervals = detail::Intervals<std::uint64_t>;
+using detail::intersection;
+using detail::length;
+using detail::merged;
 
 }  // namespace
 

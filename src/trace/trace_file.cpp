@@ -568,6 +568,10 @@ void read_record(const Record& r, const std::string& type, RawTrace& trace) {
     trace.env.max_connections = variable("CUDA_DEVICE_MAX_CONNECTIONS");
     trace.env.module_loading = variable("CUDA_MODULE_LOADING");
     trace.env.launch_blocking = variable("CUDA_LAUNCH_BLOCKING");
+    trace.env.rank = variable("RANK");
+    trace.env.local_rank = variable("LOCAL_RANK");
+    trace.env.mpi_rank = variable("OMPI_COMM_WORLD_RANK");
+    if (!trace.env.mpi_rank) trace.env.mpi_rank = variable("PMI_RANK");
   } else if (type == "header") {
     // Only as the first record (read_trace checks): a second one is two files joined.
     if (trace.version != 0) r.fail("t", "a second header (expected one trace file, not several joined)");

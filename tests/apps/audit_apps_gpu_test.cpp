@@ -58,6 +58,15 @@ bool has_cuda_device() {
 #define SKIP_WITHOUT_DEVICE() \
   if (!has_cuda_device()) GTEST_SKIP() << "skipped: no CUDA device"
 
+int cuda_device_count() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
+// The multi-process tests run one process per GPU.
+#define SKIP_WITHOUT_TWO_DEVICES() \
+  if (cuda_device_count() < 2) GTEST_SKIP() << "skipped: needs 2 GPUs"
+
 std::string from_env(const char* name, const char* fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? std::string(value) : std::string(fallback);
@@ -809,5 +818,92 @@ INSTANTIATE_TEST_SUITE_P(
                                "import cupy; assert cupy.cuda.runtime.getDeviceCount() > 0"},
                     PythonCase{"torch_traps.py", "torch", "import torch; assert torch.cuda.is_available()"}),
     python_case_name);
+
+// --- multi-process jobs: one process per GPU, each named by its rank ------------------------------
+
+TEST(MultiProcess, EachRankOfAJobIsAuditedAndNamed) {
+  SKIP_WITHOUT_TWO_DEVICES();
+  Scratch dir;
+  const std::string app = app_path("clean_pipeline");
+  const std::string job =
+      "RANK=0 CUDA_VISIBLE_DEVICES=0 " + app + " & RANK=1 CUDA_VISIBLE_DEVICES=1 " + app + " & wait";
+  const Audit a = audit({"/bin/sh", "-c", job}, dir);
+  ASSERT_FALSE(a.run.timed_out) << a.describe();
+  ASSERT_TRUE(a.parsed()) << a.describe();
+  ASSERT_TRUE(a.report.contains("processes")) << a.describe();
+  const json& processes = a.report["processes"];
+  ASSERT_EQ(processes.size(), 2U) << a.describe();
+  for (int rank = 0; rank < 2; ++rank) {
+    const json& p = processes[rank];
+    EXPECT_EQ(p["name"], "rank" + std::to_string(rank)) << a.describe();
+    EXPECT_EQ(p["rank"], rank);
+    EXPECT_GT(p["report"]["trace"]["ops"].get<int>(), 0) << a.describe();
+    EXPECT_TRUE(findings_of(p["report"]).empty()) << text_of(rules_of(p["report"])) << "\n" << a.describe();
+  }
+  EXPECT_EQ(a.report["exit_code"], 0) << a.describe();
+
+  // The trace joins them: each rank's streams are lanes of their own, on a GPU of their own.
+  const std::string chrome = dir.file("job.json");
+  const Outcome t =
+      run_command({cli(), "trace", "--format", "json", "-o", chrome, "--", "/bin/sh", "-c", job}, dir);
+  ASSERT_EQ(t.exit_code, 0) << t.describe();
+  const json timeline = json::parse(read_file(chrome));
+  std::set<std::string> prefixes;
+  for (const json& stream : timeline["streams"]) {
+    const std::string name = stream["name"];
+    prefixes.insert(name.substr(0, name.find('.')));
+  }
+  EXPECT_EQ(prefixes, (std::set<std::string>{"rank0", "rank1"})) << timeline["streams"].dump();
+}
+
+// A DistributedDataParallel job under torchrun (examples/ddp_train.py, NCCL):
+// every rank's all-reduces overlap its backward on NCCL's stream; with the
+// all-reduce made synchronous on the compute stream (--serialize) each rank
+// has a serialized-communication finding.
+TEST(MultiProcess, TorchrunDdpCommunicationPerRank) {
+  SKIP_WITHOUT_TWO_DEVICES();
+  Scratch dir;
+  const std::string python = on_path("python3");
+  if (python.empty()) GTEST_SKIP() << "skipped: no python3 on PATH";
+  const Outcome probe = run_command({python, "-c",
+                                     "import torch, torch.distributed as d; assert torch.cuda.device_count() "
+                                     "> 1 and d.is_nccl_available()"},
+                                    dir, 180s);
+  if (probe.exit_code != 0) GTEST_SKIP() << "skipped: python3 cannot run torch with NCCL on 2 GPUs";
+  const std::string script = std::string(OVERLAP_SOURCE_DIR) + "/examples/ddp_train.py";
+  for (const bool serialized : {false, true}) {
+    std::vector<std::string> command = {python,
+                                        "-m",
+                                        "torch.distributed.run",
+                                        "--standalone",
+                                        "--nproc-per-node",
+                                        "2",
+                                        script,
+                                        "--steps",
+                                        "8",
+                                        "--layers",
+                                        "4"};
+    if (serialized) command.emplace_back("--serialize");
+    const Audit a = audit(command, dir, {"--fail-on", "error"});
+    ASSERT_FALSE(a.run.timed_out) << a.describe();
+    ASSERT_TRUE(a.parsed()) << a.describe();
+    ASSERT_EQ(a.report["processes"].size(), 2U) << a.describe();
+    for (int rank = 0; rank < 2; ++rank) {
+      const json& r = a.report["processes"][rank]["report"];
+      EXPECT_EQ(a.report["processes"][rank]["name"], "rank" + std::to_string(rank));
+      ASSERT_TRUE(r["communication"].is_object()) << a.describe();
+      EXPECT_GT(r["communication"]["communication_kernels"].get<int>(), 0);
+      const double overlap = r["communication"]["overlap_fraction"];
+      const bool flagged = rules_of(r).contains("serialized-communication");
+      if (serialized) {
+        EXPECT_TRUE(flagged) << text_of(rules_of(r)) << "\n" << a.describe();
+        EXPECT_LT(overlap, 0.05) << a.describe();
+      } else {
+        EXPECT_FALSE(flagged) << a.describe();
+        EXPECT_GT(overlap, 0.2) << a.describe();
+      }
+    }
+  }
+}
 
 }  // namespace

@@ -16,9 +16,16 @@ inline constexpr int trace_format_version = 2;
 
 /// The variables the `env` record carries: how many connections (hardware
 /// queues) streams share, whether modules load lazily (first launches pay for
-/// it), and whether every launch is synchronous.
-inline constexpr std::array<std::string_view, 3> traced_environment{
-    "CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_MODULE_LOADING", "CUDA_LAUNCH_BLOCKING"};
+/// it), whether every launch is synchronous, and which rank of a multi-process
+/// job the process is (torchrun's RANK and LOCAL_RANK, Open MPI's and MPICH's
+/// ranks), so that the traces of a job's processes are named by rank.
+inline constexpr std::array<std::string_view, 7> traced_environment{"CUDA_DEVICE_MAX_CONNECTIONS",
+                                                                    "CUDA_MODULE_LOADING",
+                                                                    "CUDA_LAUNCH_BLOCKING",
+                                                                    "RANK",
+                                                                    "LOCAL_RANK",
+                                                                    "OMPI_COMM_WORLD_RANK",
+                                                                    "PMI_RANK"};
 
 /// Appends `{"t":"env",...}` to `out`: one string field per variable of
 /// traced_environment that `lookup` finds set (it returns null for unset),

@@ -117,6 +117,19 @@ TEST(EnvRecord, NothingSetIsAnEmptyRecordAndValuesAreEscaped) {
   EXPECT_EQ(trace_format_version, 2);
 }
 
+TEST(EnvRecord, CarriesTheRankOfAMultiProcessJob) {
+  std::string out;
+  append_env_record(out, [](const char* name) -> const char* {
+    const std::string_view n(name);
+    if (n == "RANK") return "3";
+    if (n == "LOCAL_RANK") return "1";
+    if (n == "OMPI_COMM_WORLD_RANK") return "7";
+    return nullptr;
+  });
+  EXPECT_EQ(out, R"({"t":"env","RANK":"3","LOCAL_RANK":"1","OMPI_COMM_WORLD_RANK":"7"})"
+                 "\n");
+}
+
 TEST(TraceFile, NamedAfterTheProcess) {
   EXPECT_EQ(RecordWriter::path_for("/tmp/traces", 123), "/tmp/traces/trace.123.jsonl");
   EXPECT_EQ(RecordWriter::path_for("/tmp/traces/", 123), "/tmp/traces/trace.123.jsonl");

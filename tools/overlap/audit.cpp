@@ -16,10 +16,13 @@
 
 #include "audit_compare.hpp"
 #include "cli.hpp"
+#include "job_traces.hpp"
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/error.hpp"
 #include "overlap/io/exporters.hpp"
 #include "overlap/trace/measured_run.hpp"
+#include "overlap/trace/process_audit.hpp"
+#include "overlap/trace/processes.hpp"
 #include "overlap/trace/trace_file.hpp"
 #include "subcommand.hpp"
 #include "traced_app.hpp"
@@ -87,6 +90,19 @@ Examples:
   overlap audit --range train_step -- ./my_app     # the steady state: NVTX range 'train_step'
   overlap audit --min-saving 0.5 -- ./my_app       # warn from 0.5 ms of predicted saving
   overlap audit --compare before.jsonl after.jsonl # what a fix changed (traces or --json reports)
+  overlap audit -- torchrun --standalone --nproc-per-node 2 train.py   # every rank
+  overlap audit --from rank0.json rank1.json       # a job's torch.profiler traces, one per rank
+
+Several processes: when two or more of the app's processes use CUDA (torchrun,
+mpirun), each is audited on its own and named by its rank (RANK, LOCAL_RANK,
+OMPI_COMM_WORLD_RANK or PMI_RANK; else its pid). The report starts with a
+line per rank: its collective (NCCL) kernels' time, the share of it that
+overlapped compute kernels, and its GPU's idle time, over the steady state
+(as Holistic Trace Analysis counts them: docs/audit.md); a rank whose
+collectives share a stream with its compute gets a serialized-communication
+finding. Each rank's report follows; the HTML page joins the ranks' lanes.
+torch.profiler cannot record CUDA activity under the audit (CUPTI takes one
+subscriber): profile and audit in separate runs.
 
 The app's standard output goes to standard error, so the report stays
 parseable. Exit codes: 0 nothing at or above --fail-on (default warning),
@@ -103,7 +119,7 @@ struct AuditCommandOptions {
   std::string min_saving = "1%";
   std::string output;
   std::string raw;
-  std::string from;
+  std::vector<std::string> from;
   std::vector<std::string> compare;
   bool timings = false;
   std::string accesses = "inferred";
@@ -227,6 +243,60 @@ trace::AuditReport analyse(const trace::Capture& run, const AuditCommandOptions&
   return trace::audit(run, DeviceModel::load(o.device), options);
 }
 
+// A multi-process job's page: every rank's lanes on the shared clock, each
+// rank's findings outlined on its ops, its verdict and communication above.
+std::string html_job_report(const std::vector<trace::TracedProcess>& processes, const trace::JobAudit& job) {
+  const trace::JoinedRun joined = trace::join_processes(processes);
+  io::HtmlReportOptions options;
+  options.title = fmt::format("{}", fmt::join(job.command, " "));
+  std::vector<io::HtmlFinding> findings;
+  for (std::size_t i = 0; i < job.processes.size(); ++i) {
+    const trace::ProcessAudit& p = job.processes[i];
+    options.notes.push_back(fmt::format("{}: verdict: {}", p.name, p.report.verdict.text));
+    if (const auto& c = p.report.communication)
+      options.notes.push_back(fmt::format(
+          "{}: collectives {}, {:.1f}% overlapped with compute; GPU idle {:.1f}% of {} (steady state)",
+          p.name, ms_text(c->communication), 100.0 * c->overlap_fraction().value_or(0.0),
+          100.0 * c->idle_fraction(), ms_text(c->span)));
+    for (io::HtmlFinding f : html_findings(p.report)) {
+      f.rule = p.name + ": " + f.rule;
+      for (op_id& op : f.ops) op += joined.parts[i].first_op;
+      findings.push_back(std::move(f));
+    }
+  }
+  options.summary_table = false;
+  return io::to_html(joined.timeline, findings, options);
+}
+
+// Each process of a job audited, reported together.
+int audit_job(std::vector<trace::ProcessTrace> traces, std::vector<std::string> command, int exit_code,
+              const AuditCommandOptions& o, check::severity fail_on, bool keep_raw, StepTimes& times,
+              Streams io) {
+  const std::vector<trace::TracedProcess> processes = trace::capture_processes(std::move(traces));
+  times.step("capture");
+  if (keep_raw) keep_raw_copies(processes, o.raw, "audit", io);
+  trace::JobAudit job;
+  job.command = std::move(command);
+  job.exit_code = exit_code;
+  for (const trace::TracedProcess& p : processes) {
+    trace::AuditReport r = analyse(p.capture, o);
+    r.command = job.command;
+    r.exit_code = exit_code;
+    job.processes.push_back({p.name, p.rank, p.pid, p.source, std::move(r)});
+  }
+  times.step("analysis");
+  if (o.json || o.format == "json") {
+    write_output(o.output, trace::format_json(job, fail_on), io);
+  } else if (o.format == "html") {
+    write_output(o.output, html_job_report(processes, job), io);
+  } else {
+    write_output(o.output, trace::format_text(job, fail_on), io);
+  }
+  times.step("report");
+  if (o.timings) io.err << times.line();
+  return job.fails(fail_on) ? exit_findings : exit_ok;
+}
+
 int report(const trace::Capture& run, trace::AuditReport r, const AuditCommandOptions& o,
            check::severity fail_on, std::vector<std::string> command, int exit_code, StepTimes& times,
            Streams io) {
@@ -276,7 +346,13 @@ int run_audit(const AuditCommandOptions& o, Streams io) {
           "--migrations off applies to a run of the app: a trace read with --from keeps the migrations it "
           "recorded");
     StepTimes times;
-    const trace::RawTrace raw = trace::load_trace(o.from);
+    if (o.from.size() > 1) {
+      std::vector<trace::ProcessTrace> traces = read_job(o.from);
+      times.step("reading the traces");
+      std::vector<std::string> sources(o.from.begin(), o.from.end());
+      return audit_job(std::move(traces), std::move(sources), 0, o, fail_on, /*keep_raw=*/false, times, io);
+    }
+    const trace::RawTrace raw = trace::load_trace(o.from.front());
     times.step("reading the trace");
     const trace::Capture captured = trace::capture(raw);
     times.step("capture");
@@ -315,6 +391,13 @@ int run_audit(const AuditCommandOptions& o, Streams io) {
   const double measuring_s = measuring ? measuring->seconds : -1.0;
   times.step(captured ? "the app's exit (after the analysis)" : "the app, traced");
   if (run.signal) io.err << fmt::format("overlap audit: the app was ended by signal {}\n", *run.signal);
+  if (std::vector<trace::ProcessTrace> traces = job_traces(run); !traces.empty()) {
+    times.step("reading the processes' traces");
+    if (measuring)
+      io.err << "overlap audit: note: --accesses measured joins one process's accesses; this run had "
+             << traces.size() << " processes using CUDA, audited with inferred accesses\n";
+    return audit_job(std::move(traces), o.command, run.exit_code, o, fail_on, /*keep_raw=*/true, times, io);
+  }
   if (captured) {
     keep_raw_copy(run, o.raw);
     append_raw_records(o.raw, measured_lines);
@@ -358,7 +441,9 @@ Subcommand add_audit(CLI::App& parent, Streams io) {
       ->capture_default_str();
   app->add_option("-o,--output", o->output, "Write the report to FILE instead of standard output");
   app->add_option("--raw", o->raw, "Also keep the raw trace (JSON Lines, docs/trace-format.md)");
-  app->add_option("--from", o->from, "Audit a raw trace written earlier instead of running an app")
+  app->add_option("--from", o->from,
+                  "Audit a raw trace written earlier instead of running an app (ours, or a PyTorch "
+                  "profiler trace); several: one per process of a job, audited together")
       ->check(CLI::ExistingFile);
   app->add_option("--compare", o->compare,
                   "Compare two audits, BEFORE and AFTER a fix: raw traces (ours or PyTorch profiles) or "

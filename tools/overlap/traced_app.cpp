@@ -252,6 +252,7 @@ TracedRun TracedApp::finish() {
     const std::string name = entry.path().filename().string();
     if (!name.starts_with("trace.") || !name.ends_with(".jsonl")) continue;
     ++run.traced_processes;
+    run.trace_files.push_back(entry.path());
     if (name == fmt::format("trace.{}.jsonl", child_)) {
       run.trace_file = entry.path();
       most = SIZE_MAX;

@@ -26,6 +26,9 @@ struct TracedRun {
   /// child with most calls); empty when no process used CUDA.
   std::optional<std::filesystem::path> trace_file;
   std::size_t traced_processes = 0;  ///< trace files the run left
+  /// Every trace file the run left, one per process that used CUDA (a
+  /// multi-process job's ranks: job_traces), in no particular order.
+  std::vector<std::filesystem::path> trace_files;
   /// `trace_file` already parsed, when it is the app's own process's: read
   /// while the app ran (see TraceFollower). Empty otherwise.
   std::optional<trace::RawTrace> raw;

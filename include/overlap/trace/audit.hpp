@@ -23,6 +23,7 @@
 #include "overlap/core/device_model.hpp"
 #include "overlap/core/metrics.hpp"
 #include "overlap/trace/capture.hpp"
+#include "overlap/trace/communication.hpp"
 #include "overlap/trace/phases.hpp"
 
 namespace overlap::trace {
@@ -37,6 +38,9 @@ inline constexpr std::string_view lazy_module_load = "lazy-module-load";
 /// An edge of a launched CUDA graph orders two nodes that touch no common
 /// bytes and could have run at once (stream capture chains every call).
 inline constexpr std::string_view graph_serialized_nodes = "graph-serialized-nodes";
+/// Collective (NCCL) kernels on a stream that also runs compute kernels:
+/// communication waits for compute and compute for communication.
+inline constexpr std::string_view serialized_communication = "serialized-communication";
 }  // namespace rules
 
 /// What to report.
@@ -166,6 +170,9 @@ struct AuditReport {
   StreamActivity stream_activity;        ///< per stream, over the whole run (stream_activity.hpp)
   KernelAccessCounts kernel_accesses;    ///< how kernels' accesses were known
   HostLinkTraffic link;                  ///< what crossed the host link, by who moved it (whole run)
+  /// Collective kernels against compute in the steady state (communication.hpp);
+  /// empty when no collective kernel ran there.
+  std::optional<CommunicationUse> communication;
 
   /// Findings of exactly severity `level`.
   [[nodiscard]] std::size_t count(check::severity level) const noexcept;

@@ -169,6 +169,10 @@ struct Capture {
   /// edges lead back to), as (before, after). Either may be on any stream.
   std::vector<std::pair<op_id, op_id>> graph_edges;
   HostLinkTraffic link;  ///< what crossed the host link, by who moved it
+  /// The trace's start, the Timeline's 0, in the trace's own nanoseconds
+  /// (CUPTI's clock, one for every process of a host): what lines up the
+  /// traces of a job's processes (join_processes).
+  std::uint64_t start_ns = 0;
 };
 
 /// `model` with what `run` measured put in: the host's wake-up latency after

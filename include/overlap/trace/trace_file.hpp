@@ -191,6 +191,9 @@ struct TraceEnvironment {
   std::optional<std::string> max_connections;  ///< CUDA_DEVICE_MAX_CONNECTIONS
   std::optional<std::string> module_loading;   ///< CUDA_MODULE_LOADING ("LAZY", "EAGER")
   std::optional<std::string> launch_blocking;  ///< CUDA_LAUNCH_BLOCKING ("1": every launch synchronous)
+  std::optional<std::string> rank;             ///< RANK: the process's rank in its job (torchrun)
+  std::optional<std::string> local_rank;       ///< LOCAL_RANK: its rank on this host (torchrun)
+  std::optional<std::string> mpi_rank;         ///< OMPI_COMM_WORLD_RANK, else PMI_RANK (MPI launchers)
 
   /// The connections the driver used: CUDA_DEVICE_MAX_CONNECTIONS clamped to
   /// 1..32, 8 when unset or not a number; empty when nothing was recorded.
