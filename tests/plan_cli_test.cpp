@@ -126,3 +126,24 @@ TEST(PlanCli, HelpTeachesWithExamples) {
 }
 
 }  // namespace
+
+TEST(PlanCli, DevicesSpreadTheChunksAndSayWhatBoundsTheFloor) {
+  const Result text =
+      run({"plan", "--bytes-in", "1GiB", "--bytes-out", "1GiB", "--kernel", "0", "--devices", "2"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("over 2 GPUs (chunk c on GPU c mod 2)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("(a GPU's link)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("the host's shared rate unknown (no host model: probe --all-devices)"),
+            std::string::npos)
+      << text.out;
+  const Result j =
+      run({"plan", "--bytes-in", "1GiB", "--bytes-out", "1GiB", "--kernel", "0", "--devices", "2", "--json"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  const nlohmann::json plan = nlohmann::json::parse(j.out);
+  EXPECT_EQ(plan["devices"], 2);
+  EXPECT_EQ(plan["floor"]["devices"], 2);
+  EXPECT_GT(plan["floor"]["links_ms"].get<double>(), 0.0);
+  const Result bad = run({"plan", "--bytes-in", "1GiB", "--kernel", "0", "--devices", "0"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--devices"), std::string::npos) << bad.err;
+}

@@ -286,3 +286,77 @@ TEST(Plan, BadInputNamesTheField) {
 }
 
 }  // namespace
+
+namespace {
+
+/// mib_per_ms on a host of two GPUs (each 1 MiB/ms alone each way, 2 both
+/// ways) whose totals with both copying are `h2d`, `d2h` and `both` MiB/ms.
+DeviceModel two_gpu_host(double h2d, double d2h, double both) {
+  DeviceModel m = mib_per_ms();
+  const double r = 1.048576;  // 1 MiB/ms in GB/s
+  HostLinks host;
+  host.gpus = {{"gpu0", r, r, 2 * r}, {"gpu1", r, r, 2 * r}};
+  host.h2d_gigabytes_per_second = h2d * r;
+  host.d2h_gigabytes_per_second = d2h * r;
+  host.both_gigabytes_per_second = both * r;
+  m.host = host;
+  return m;
+}
+
+sim::Workload copies_only(std::uint64_t bytes) {
+  sim::Workload w;
+  w.bytes_in = bytes;
+  w.bytes_out = bytes;
+  return w;
+}
+
+}  // namespace
+
+TEST(PlanDevices, TwoIndependentGpusHalveTheFloorAndTheTime) {
+  const DeviceModel model = mib_per_ms();
+  sim::PlanOptions two;
+  two.devices = 2;
+  const sim::Plan one_gpu = sim::plan(copies_only(64 * MiB), model);
+  const sim::Plan two_gpus = sim::plan(copies_only(64 * MiB), model, two);
+  EXPECT_NEAR(one_gpu.floor.total_ms, 64.0, 1e-9);
+  EXPECT_NEAR(two_gpus.floor.total_ms, 32.0, 1e-9);  // each GPU 32 MiB each way at 1 MiB/ms
+  EXPECT_EQ(two_gpus.floor.bound, "a GPU's link");
+  EXPECT_EQ(two_gpus.floor.devices, 2U);
+  EXPECT_EQ(two_gpus.floor.host_ms, 0.0);  // no host model
+  EXPECT_EQ(two_gpus.best.shape.devices, 2U);
+  EXPECT_GE(two_gpus.best.predicted_ms, two_gpus.floor.total_ms - 1e-9);
+  EXPECT_NEAR(two_gpus.best.predicted_ms, simulated(two_gpus.best, model), 1e-9);
+  EXPECT_LT(two_gpus.best.predicted_ms, 0.55 * one_gpu.best.predicted_ms);
+  // Each candidate's lower bound stays under its simulated time.
+  for (const sim::PlanCandidate& c : two_gpus.candidates) EXPECT_LE(c.lower_bound_ms, c.predicted_ms + 1e-9);
+}
+
+TEST(PlanDevices, TheHostsSharedRateBoundsWhenItIsLowerThanTheLinks) {
+  // Both GPUs copying at once move 1.5 MiB/ms one way, 2 both ways: 128 MiB take 64 ms.
+  const DeviceModel model = two_gpu_host(1.5, 1.5, 2.0);
+  sim::PlanOptions two;
+  two.devices = 2;
+  const sim::Plan p = sim::plan(copies_only(64 * MiB), model, two);
+  EXPECT_NEAR(p.floor.links_ms, 32.0, 1e-9);
+  EXPECT_NEAR(p.floor.host_ms, 64.0, 1e-9);
+  EXPECT_NEAR(p.floor.total_ms, 64.0, 1e-9);
+  EXPECT_EQ(p.floor.bound, "the host's shared rate");
+  EXPECT_GE(p.best.predicted_ms, 64.0 - 1e-9);
+  EXPECT_NEAR(p.best.predicted_ms, simulated(p.best, model), 1e-9);
+}
+
+TEST(PlanDevices, BadDeviceCountsAreRefusedByName) {
+  sim::PlanOptions o;
+  o.devices = 0;
+  EXPECT_EQ(message_of(copies_only(64 * MiB), mib_per_ms(), o),
+            "devices: 0 is out of range (expected 1 to 64)");
+  o.devices = 3;
+  EXPECT_EQ(message_of(copies_only(64 * MiB), two_gpu_host(2, 2, 4), o),
+            "devices: 3 GPUs, but the device model's host lists 2 (probe them all with overlap probe "
+            "--all-devices)");
+  o.devices = 2;
+  sim::Workload tiny = copies_only(100 * 1024);  // one chunk is all the schedules cut it into
+  EXPECT_EQ(message_of(tiny, mib_per_ms(), o),
+            "devices: 2 GPUs need at least 2 chunks, and no schedule searched cuts 100 KiB into that many "
+            "(lower min_chunk_bytes or use fewer GPUs)");
+}

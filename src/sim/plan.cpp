@@ -132,8 +132,10 @@ class TopTwoFamilies {
 };
 
 PipelineShape shape_of(const detail::Config& config, const detail::Schedule& schedule,
-                       const Workload& workload, const std::optional<KernelCost>& kernel) {
+                       const Workload& workload, const std::optional<KernelCost>& kernel,
+                       std::uint32_t devices) {
   PipelineShape shape;
+  shape.devices = devices;
   shape.streams = config.streams;
   shape.order = config.order;
   shape.ring_depth = config.ring_depth;
@@ -157,15 +159,23 @@ void measure(const Timeline& timeline, const DeviceModel& model, PlanCandidate& 
   };
   // 0: H2D (or the one copy engine), 1: D2H, 2: compute, 3: host issue.
   const bool shared_copies = !model.copy_engine_per_direction;
+  // Per GPU; the busiest GPU's figure per engine is the candidate's.
+  std::vector<EngineBusy> per_device(timeline.device_count());
   for (const Span& span : timeline.spans) {
+    EngineBusy& busy = per_device[timeline.device_of(span)];
     if (span.kind == op_kind::copy) {
       const bool in = span.direction == copy_direction::h2d;
-      (in ? candidate.busy.h2d : candidate.busy.d2h) += span.duration();
+      (in ? busy.h2d : busy.d2h) += span.duration();
       note(in || shared_copies ? 0 : 1, span.start, span.end);
     } else if (span.unit == engine::compute) {
-      candidate.busy.compute += span.duration();
+      busy.compute += span.duration();
       note(2, span.start, span.end);
     }
+  }
+  for (const EngineBusy& busy : per_device) {
+    candidate.busy.h2d = std::max(candidate.busy.h2d, busy.h2d);
+    candidate.busy.d2h = std::max(candidate.busy.d2h, busy.d2h);
+    candidate.busy.compute = std::max(candidate.busy.compute, busy.compute);
   }
   for (const HostSpan& span : timeline.host_spans) {
     if (span.activity != host_activity::api_call) continue;
@@ -191,9 +201,9 @@ void measure(const Timeline& timeline, const DeviceModel& model, PlanCandidate& 
 
 PlanCandidate simulate_config(const detail::Config& config, const detail::Schedule& schedule,
                               const Workload& workload, const std::optional<KernelCost>& kernel,
-                              const DeviceModel& model, double lower_bound) {
+                              const DeviceModel& model, double lower_bound, std::uint32_t devices) {
   PlanCandidate candidate;
-  candidate.shape = shape_of(config, schedule, workload, kernel);
+  candidate.shape = shape_of(config, schedule, workload, kernel, devices);
   candidate.schedule_kind = schedule.kind;
   candidate.chunks = static_cast<std::uint32_t>(schedule.chunks.size());
   candidate.first_chunk_bytes = schedule.chunks.front();
@@ -203,8 +213,11 @@ PlanCandidate simulate_config(const detail::Config& config, const detail::Schedu
   candidate.ring_depth = config.ring_depth;
   candidate.ring_bytes = config.ring_bytes;
   candidate.lower_bound_ms = lower_bound;
-  candidate.shape.name = fmt::format("{} on {} streams, {}", candidate.describe_schedule(), config.streams,
-                                     to_string(config.order));
+  candidate.shape.name =
+      devices > 1 ? fmt::format("{} over {} GPUs, {} streams each, {}", candidate.describe_schedule(),
+                                devices, config.streams, to_string(config.order))
+                  : fmt::format("{} on {} streams, {}", candidate.describe_schedule(), config.streams,
+                                to_string(config.order));
   // The simulator ignores declared accesses; building them would only cost time.
   PipelineShape fast = candidate.shape;
   fast.declare_accesses = false;
@@ -264,19 +277,42 @@ PlanFloor plan_floor(const Workload& workload, const DeviceModel& model) {
 Plan plan(const Workload& workload, const DeviceModel& model, const PlanOptions& options) {
   detail::validate(workload, options);
   model.validate();
+  if (model.host && model.host->gpus.size() < options.devices)
+    throw invalid_input(
+        fmt::format("devices: {} GPUs, but the device model's host lists {} (probe them all with "
+                    "overlap probe --all-devices)",
+                    options.devices, model.host->gpus.size()));
   const std::optional<KernelCost> kernel = workload.kernel_curve();
   const detail::Space space = detail::enumerate(workload, options);
 
-  // Lower bounds: the per-schedule costs once, the per-stream part per configuration.
-  std::vector<detail::ChunkCosts> costs;
-  costs.reserve(space.schedules.size());
-  for (const detail::Schedule& schedule : space.schedules) {
-    costs.push_back(detail::chunk_costs(schedule.chunks, workload, kernel, model));
+  // Lower bounds: the per-schedule costs once (per GPU: its chunks, c mod
+  // devices), the per-stream part per configuration; on several GPUs the
+  // busiest GPU's bound (each GPU's copies priced at GPU 0's link, and alone
+  // on the host: both only lower the bound).
+  const std::uint32_t devices = options.devices;
+  std::vector<std::vector<detail::ChunkCosts>> costs(space.schedules.size());
+  for (std::size_t s = 0; s < space.schedules.size(); ++s) {
+    const std::vector<std::uint64_t>& chunks = space.schedules[s].chunks;
+    if (devices == 1) {
+      costs[s].push_back(detail::chunk_costs(chunks, workload, kernel, model));
+      continue;
+    }
+    for (std::uint32_t d = 0; d < devices && d < chunks.size(); ++d) {
+      std::vector<std::uint64_t> mine;
+      for (std::size_t c = d; c < chunks.size(); c += devices) mine.push_back(chunks[c]);
+      Workload part = workload;
+      part.bytes_in = std::accumulate(mine.begin(), mine.end(), std::uint64_t{0});
+      part.bytes_out = static_cast<std::uint64_t>(static_cast<double>(workload.bytes_out) *
+                                                  static_cast<double>(part.bytes_in) /
+                                                  static_cast<double>(workload.bytes_in));
+      costs[s].push_back(detail::chunk_costs(mine, part, kernel, model));
+    }
   }
   std::vector<double> bounds(space.configs.size());
   for (std::size_t i = 0; i < space.configs.size(); ++i) {
     const detail::Config& config = space.configs[i];
-    bounds[i] = detail::lower_bound(costs[config.schedule], config.streams, model);
+    for (const detail::ChunkCosts& c : costs[config.schedule])
+      bounds[i] = std::max(bounds[i], detail::lower_bound(c, config.streams, model));
   }
   // Most promising first, so that the bar for pruning drops early; the
   // enumeration order breaks ties, which keeps the search deterministic.
@@ -298,8 +334,8 @@ Plan plan(const Workload& workload, const DeviceModel& model, const PlanOptions&
       break;
     }
     const detail::Config& config = space.configs[i];
-    result.candidates.push_back(
-        simulate_config(config, space.schedules[config.schedule], workload, kernel, model, bounds[i]));
+    result.candidates.push_back(simulate_config(config, space.schedules[config.schedule], workload, kernel,
+                                                model, bounds[i], devices));
     top.add(config.family, result.candidates.back().predicted_ms);
   }
   result.simulated = result.candidates.size();
@@ -313,7 +349,7 @@ Plan plan(const Workload& workload, const DeviceModel& model, const PlanOptions&
       result.runner_up = result.candidates[i];
     }
   }
-  result.floor = detail::floor_of(workload, kernel, model);
+  result.floor = detail::floor_of(workload, kernel, model, devices);
   return result;
 }
 

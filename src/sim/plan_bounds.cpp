@@ -143,6 +143,55 @@ double lower_bound(const ChunkCosts& costs, std::uint32_t streams, const DeviceM
   return bound;
 }
 
+namespace {
+
+// The floor over several GPUs (see PlanFloor): the copies at the sum of the
+// GPUs' link rates (data split in proportion, the least any split takes),
+// the host's measured totals with every GPU copying, and the kernel's work
+// shared evenly.
+PlanFloor floor_of_devices(const Workload& workload, const std::optional<KernelCost>& kernel,
+                           const DeviceModel& model, std::uint32_t devices) {
+  PlanFloor one = floor_of(workload, kernel, model);
+  PlanFloor floor;
+  floor.devices = devices;
+  double h2d_share = 0.0;  // the GPUs' rates over GPU 0's, summed
+  double d2h_share = 0.0;
+  for (device_id d = 0; d < devices; ++d) {
+    h2d_share += model.host ? 1.0 / model.host->copy_time_scale(d, copy_direction::h2d) : 1.0;
+    d2h_share += model.host ? 1.0 / model.host->copy_time_scale(d, copy_direction::d2h) : 1.0;
+  }
+  floor.h2d_ms = one.h2d_ms / h2d_share;
+  floor.d2h_ms = one.d2h_ms / d2h_share;
+  floor.links_ms = copy_floor(floor.h2d_ms, floor.d2h_ms, least_slowdowns(model), model);
+  if (model.host && model.host->h2d_gigabytes_per_second > 0.0) {
+    const HostLinks& h = *model.host;
+    const double in = static_cast<double>(workload.bytes_in);
+    const double out = static_cast<double>(workload.bytes_out);
+    floor.host_ms = std::max({in / (h.h2d_gigabytes_per_second * 1e6),
+                              out > 0.0 ? out / (h.d2h_gigabytes_per_second * 1e6) : 0.0,
+                              out > 0.0 ? (in + out) / (h.both_gigabytes_per_second * 1e6) : 0.0});
+  }
+  floor.copies_ms = std::max(floor.links_ms, floor.host_ms);
+  floor.kernel_ms = one.kernel_ms / devices;
+  floor.total_ms = std::max(floor.copies_ms, floor.kernel_ms);
+  if (floor.kernel_ms > floor.copies_ms) {
+    floor.bound = "kernel";
+  } else if (floor.host_ms > floor.links_ms) {
+    floor.bound = "the host's shared rate";
+  } else {
+    floor.bound = "a GPU's link";
+  }
+  return floor;
+}
+
+}  // namespace
+
+PlanFloor floor_of(const Workload& workload, const std::optional<KernelCost>& kernel,
+                   const DeviceModel& model, std::uint32_t devices) {
+  if (devices > 1) return floor_of_devices(workload, kernel, model, devices);
+  return floor_of(workload, kernel, model);
+}
+
 PlanFloor floor_of(const Workload& workload, const std::optional<KernelCost>& kernel,
                    const DeviceModel& model) {
   const bool pinned = workload.memory == host_memory::pinned;

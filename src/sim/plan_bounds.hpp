@@ -45,4 +45,8 @@ struct ChunkCosts {
 [[nodiscard]] PlanFloor floor_of(const Workload& workload, const std::optional<KernelCost>& kernel,
                                  const DeviceModel& model);
 
+/// The floor on `devices` GPUs of `model` (see PlanFloor); floor_of above for one.
+[[nodiscard]] PlanFloor floor_of(const Workload& workload, const std::optional<KernelCost>& kernel,
+                                 const DeviceModel& model, std::uint32_t devices);
+
 }  // namespace overlap::sim::detail

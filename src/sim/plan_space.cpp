@@ -113,6 +113,9 @@ void validate(const Workload& workload, const PlanOptions& options) {
       throw invalid_input(fmt::format("chunk_sizes[{}]: 0 is out of range (expected > 0 bytes)", i));
     }
   }
+  if (options.devices < 1 || options.devices > limits::max_devices)
+    throw invalid_input(
+        fmt::format("devices: {} is out of range (expected 1 to {})", options.devices, limits::max_devices));
   if (options.min_chunk_bytes == 0) throw invalid_input("min_chunk_bytes: 0 is out of range (expected > 0)");
   if (options.max_chunks == 0) throw invalid_input("max_chunks: 0 is out of range (expected >= 1)");
   if (options.max_streams == 0) throw invalid_input("max_streams: 0 is out of range (expected >= 1)");
@@ -135,11 +138,14 @@ Space enumerate(const Workload& workload, const PlanOptions& options) {
   std::size_t family = 0;
   for (std::size_t s = 0; s < space.schedules.size(); ++s) {
     const Schedule& schedule = space.schedules[s];
+    // Every GPU gets at least one chunk (chunk c runs on GPU c mod devices).
+    if (schedule.chunks.size() < options.devices) continue;
     const std::uint64_t slot =
         *std::max_element(schedule.chunks.begin(), schedule.chunks.end()) + schedule.largest_out;
     // More streams than chunks leaves streams idle: the same run.
+    const std::size_t chunks_per_device = (schedule.chunks.size() + options.devices - 1) / options.devices;
     const auto most_streams =
-        static_cast<std::uint32_t>(std::min<std::size_t>(options.max_streams, schedule.chunks.size()));
+        static_cast<std::uint32_t>(std::min<std::size_t>(options.max_streams, chunks_per_device));
     for (std::uint32_t streams = 1; streams <= most_streams; ++streams) {
       for (const issue_order order : orders) {
         // One stream issues breadth-first exactly as depth-first.
@@ -164,6 +170,13 @@ Space enumerate(const Workload& workload, const PlanOptions& options) {
       }
       ++family;
     }
+  }
+  // No schedule reached a ring: each had fewer chunks than GPUs.
+  if (space.configs.empty() && space.smallest_ring == std::numeric_limits<std::uint64_t>::max()) {
+    throw invalid_input(fmt::format(
+        "devices: {} GPUs need at least {} chunks, and no schedule searched cuts {} into that many (lower "
+        "min_chunk_bytes or use fewer GPUs)",
+        options.devices, options.devices, format_byte_size(workload.bytes_in)));
   }
   if (space.configs.empty()) {
     throw invalid_input(fmt::format(

@@ -282,7 +282,10 @@ int audit_job(std::vector<trace::ProcessTrace> traces, std::vector<std::string> 
     trace::AuditReport r = analyse(p.capture, o);
     r.command = job.command;
     r.exit_code = exit_code;
-    job.processes.push_back({p.name, p.rank, p.pid, p.source, std::move(r)});
+    // A traced run's files are temporary: the report names the copy kept, if any.
+    std::string source = p.source;
+    if (keep_raw) source = o.raw.empty() ? std::string() : per_process_path(o.raw, p.name);
+    job.processes.push_back({p.name, p.rank, p.pid, std::move(source), std::move(r)});
   }
   times.step("analysis");
   if (o.json || o.format == "json") {

@@ -44,6 +44,15 @@ Examples:
 
   # on a measured model, as JSON for a script
   overlap plan --bytes-in 1.5GiB --bytes-out 1.5GiB --kernel 10 --device my-gpu.json --json
+  # spread over the 2 GPUs of a host probed with 'overlap probe --all-devices'
+  overlap plan --bytes-in 1GiB --bytes-out 1GiB --kernel 0 --devices 2 --device host.json
+
+Several GPUs (--devices N): chunk c runs on GPU c mod N, each GPU with its own
+streams and ring; with a host model (probe --all-devices) the simulator holds
+the GPUs copying at once to the host's measured totals, and the floor is the
+longest of: the copies at the sum of the GPUs' link rates, the copies at the
+host's shared rate, and each GPU's share of the kernel. Without a host model
+every GPU copies at the model's rates, independently.
 
 Sizes: 4096, 64KiB, 256MiB, 1.5GiB (also KB, MB, GB: powers of 1000).
 Devices: h100 (the default), hyperq, fermi-2ce, fermi-1ce, unit, or a JSON model
@@ -59,6 +68,7 @@ struct PlanFlags {
   std::string device = "h100";
   bool pageable = false;
   std::uint32_t max_streams = 8;
+  std::uint32_t devices = 1;
   bool uniform_only = false;
   std::size_t top = 5;
   bool json = false;
@@ -133,7 +143,7 @@ sim::Workload workload_from(const PlanFlags& f) {
       {"bytes_in:", "--bytes-in:"},       {"bytes_out:", "--bytes-out:"},
       {"kernel_total_ms:", "--kernel:"},  {"kernel_gigabytes_per_second:", "--kernel-rate:"},
       {"kernel_cost", "--kernel-cost"},   {"device_budget:", "--budget:"},
-      {"max_streams:", "--max-streams:"},
+      {"max_streams:", "--max-streams:"}, {"devices:", "--devices:"},
   };
   const std::string_view message = e.what();
   for (const auto& [field, flag] : fields) {
@@ -149,6 +159,7 @@ int run_plan(const PlanFlags& f, Streams io) {
   const DeviceModel model = DeviceModel::load(f.device);
   sim::PlanOptions options;
   options.max_streams = f.max_streams;
+  options.devices = f.devices;
   options.schedules = !f.uniform_only;
   sim::Plan plan;
   try {
@@ -190,6 +201,9 @@ Subcommand add_plan(CLI::App& parent, Streams io) {
   app->add_option("--max-streams", f->max_streams, "Try 1 to N streams")
       ->check(CLI::Range(1u, 64u))
       ->capture_default_str();
+  app->add_option("--devices", f->devices, "Spread the chunks over N GPUs (see below)")
+      ->capture_default_str()
+      ->check(CLI::Range(1U, limits::max_devices));
   app->add_flag("--uniform-only", f->uniform_only, "Try equal chunks only, no ramp schedules");
   app->add_option("--top", f->top, "Configurations listed, best first")->capture_default_str();
   app->add_flag("--json", f->json, "Print the plan as JSON");

@@ -60,9 +60,27 @@ std::string workload_text(const sim::Workload& w) {
 }
 
 std::string config_text(const sim::PlanCandidate& c) {
+  if (c.shape.devices > 1) {
+    return fmt::format(
+        "{} over {} GPUs (chunk c on GPU c mod {}), each GPU on {} stream{}, {} issue, a ring of "
+        "{} slot{} ({}) per GPU",
+        c.describe_schedule(), c.shape.devices, c.shape.devices, c.streams, c.streams == 1 ? "" : "s",
+        order_name(c.order), c.ring_depth, c.ring_depth == 1 ? "" : "s", format_byte_size(c.ring_bytes));
+  }
   return fmt::format("{} on {} stream{}, {} issue, a ring of {} slot{} ({})", c.describe_schedule(),
                      c.streams, c.streams == 1 ? "" : "s", order_name(c.order), c.ring_depth,
                      c.ring_depth == 1 ? "" : "s", format_byte_size(c.ring_bytes));
+}
+
+/// On several GPUs, the floor's parts: each GPU's link, the host's shared rate, the kernel.
+std::string floor_parts(const sim::PlanFloor& f) {
+  if (f.devices <= 1) return {};
+  std::string text = fmt::format("            the GPUs' links {}", ms(f.links_ms));
+  text += f.host_ms > 0.0
+              ? fmt::format(", the host's shared rate {}", ms(f.host_ms))
+              : std::string(", the host's shared rate unknown (no host model: probe --all-devices)");
+  text += fmt::format(", the kernel {} on each GPU\n", ms(f.kernel_ms));
+  return text;
 }
 
 /// What keeps the best from its bound engine's busy time, in words.
@@ -182,6 +200,7 @@ std::string plan_text(const sim::Plan& plan, const sim::Workload& workload, cons
   text += fmt::format("Floor:      {} ({}): the best is {:.2f}x the floor\n", ms(plan.floor.total_ms),
                       plan.floor.bound,
                       plan.floor.total_ms > 0.0 ? best.predicted_ms / plan.floor.total_ms : 1.0);
+  text += floor_parts(plan.floor);
   text += fmt::format("Bound:      {}\n", best.bound);
   text += fmt::format("Why:        {}\n", why_text(best));
   text += fmt::format("Runner-up:  {}\n", runner_up_text(plan));
@@ -208,13 +227,17 @@ std::string plan_json(const sim::Plan& plan, const sim::Workload& workload, cons
   const json out = {
       {"workload", workload_json(workload)},
       {"device", model.name},
+      {"devices", plan.best.shape.devices},
       {"floor",
        {{"total_ms", f.total_ms},
         {"bound", f.bound},
         {"h2d_ms", f.h2d_ms},
         {"d2h_ms", f.d2h_ms},
         {"copies_ms", f.copies_ms},
-        {"kernel_ms", f.kernel_ms}}},
+        {"kernel_ms", f.kernel_ms},
+        {"devices", f.devices},
+        {"links_ms", f.links_ms},
+        {"host_ms", f.host_ms}}},
       {"best", candidate_json(plan.best)},
       {"ratio_to_floor", f.total_ms > 0.0 ? plan.best.predicted_ms / f.total_ms : 1.0},
       {"runner_up", plan.runner_up ? candidate_json(*plan.runner_up) : json(nullptr)},

@@ -62,9 +62,16 @@ struct PlanOptions {
   /// Skip candidates whose lower bound exceeds the runner-up so far. Off:
   /// simulate everything (the answer is the same, only slower).
   bool prune = true;
+  /// GPUs the chunks are spread over, chunk c on GPU c mod devices
+  /// (PipelineShape::devices), each with its own streams and ring; the
+  /// model's host links (DeviceModel::host), when it has them, share the
+  /// host's rates among the GPUs copying at once. Schedules of fewer chunks
+  /// than GPUs are not tried.
+  std::uint32_t devices = 1;
 };
 
-/// Busy time of each engine in a candidate's simulated run (ms).
+/// Busy time of each engine in a candidate's simulated run (ms); on several
+/// GPUs, the busiest GPU's engine of each kind.
 struct EngineBusy {
   double h2d = 0.0;      ///< H2D copy engine (or the shared copy engine's H2D part)
   double d2h = 0.0;      ///< D2H copy engine
@@ -116,7 +123,18 @@ struct PlanFloor {
   double copies_ms = 0.0;  ///< both directions, overlapped under the bidirectional slowdown (or one engine)
   double kernel_ms = 0.0;  ///< the kernel's per-byte work over all the data (no launch's fixed part)
   double total_ms = 0.0;   ///< the largest of the above
-  std::string bound;       ///< which of them: "copies", "kernel"
+  /// Which of them: "H2D copies", "D2H copies", "copies in both
+  /// directions", "kernel"; on several GPUs "a GPU's link" (each GPU's copies
+  /// at its own link's peak), "the host's shared rate" (every GPU copying at
+  /// once, as the host model measured) or "kernel".
+  std::string bound;
+  std::uint32_t devices = 1;  ///< GPUs the work is spread over
+  /// On several GPUs: the copies at each GPU's own link rate, the slowest
+  /// GPU's share (0 on one GPU: copies_ms is that).
+  double links_ms = 0.0;
+  /// On several GPUs with a host model: every GPU's copies at the host's
+  /// measured totals (0 otherwise).
+  double host_ms = 0.0;
 };
 
 /// The planner's answer.

@@ -48,7 +48,7 @@ enum class work_role : std::uint8_t {
 /// Communication and compute of one process's GPU work in a window, ms.
 struct CommunicationUse {
   double window_start = 0.0;  ///< work counts when its call was made in [window_start, window_end]
-  double window_end = 0.0;
+  double window_end = 0.0;    ///< the window's end, ms of the run's timeline
   std::size_t communication_kernels = 0;  ///< collective kernels counted
   std::size_t compute_kernels = 0;        ///< compute kernels counted
   double communication = 0.0;             ///< collective kernels' time, their intervals merged

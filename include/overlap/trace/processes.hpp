@@ -46,7 +46,7 @@ struct TracedProcess {
 /// A trace and where it came from, for capture_processes.
 struct ProcessTrace {
   std::string source;  ///< the file's path, for messages
-  RawTrace trace;
+  RawTrace trace;      ///< the trace as read
 };
 
 /// Each trace captured, ordered by rank (processes without one after, by
