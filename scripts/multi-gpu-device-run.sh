@@ -10,6 +10,8 @@
 #                    measurement) each beside probe --all-devices --quick,
 #                    compared by bench/multi_gpu_compare.py
 #   rounds.tar.gz    those rounds' models and measurements
+#   plan.txt         overlap plan --devices 1 and 2 on host-full.json (the
+#                    transfer-bound workload's predictions)
 #   pipeline.json    bench/multi_gpu_pipeline: the Pipeline on one GPU and
 #                    two against the best hand-written two-GPU loop and the floors
 #   gpu-tests.txt    the GPU tests, legacy and per-thread default stream, and
@@ -64,6 +66,14 @@ if [ "$ROUNDS" -gt 0 ]; then
   tar -czf "$OUT/rounds.tar.gz" -C "$OUT" rounds
 fi
 rm -rf "$OUT/rounds"
+
+step "overlap plan on the probed host: 1 GiB each way, no kernel, on 1 and 2 GPUs"
+for n in 1 2; do
+  $overlap plan --bytes-in 1GiB --bytes-out 1GiB --kernel 0 --devices $n --device "$OUT/host-full.json" \
+    --top 3 >>"$OUT/plan.txt" 2>&1
+  echo "exit $?"
+done
+grep -E "^(Best|Predicted|Floor|            the)" "$OUT/plan.txt"
 
 step "the Pipeline on one GPU and on two (bench/multi_gpu_pipeline)"
 timeout 300 $B/bench/multi_gpu_pipeline --reps "${PIPELINE_REPS:-7}" --model "$OUT/host-full.json" \

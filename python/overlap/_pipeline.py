@@ -219,6 +219,8 @@ class RunReport:
         device_bytes: device memory the ring holds.
         host_issue_ms: host time spent issuing the run (the stage calls included).
         host: how the host arrays were reached: 'pinned', 'registered' or 'staged'.
+        parts: over several GPUs, one dict per GPU that had input: its
+            'device', 'first_chunk', 'first_element' and 'chunks'; empty on one GPU.
     """
 
     def __init__(self, fields: Dict[str, Any]) -> None:
@@ -230,6 +232,7 @@ class RunReport:
         self.device_bytes: int = fields["device_bytes"]
         self.host_issue_ms: float = fields["host_issue_ms"]
         self.host: str = fields["host"]
+        self.parts: List[Dict[str, int]] = [dict(part) for part in fields.get("parts", [])]
         timeline_json = fields.get("timeline_json")
         self._timeline_json: Optional[str] = timeline_json
         self._timeline: Any = None
@@ -294,6 +297,22 @@ def _reraise_with_cause(error: PipelineError, failures: List[BaseException]) -> 
     raise error from cause
 
 
+def _device_list(devices: Union[Sequence[int], str, None]) -> List[int]:
+    """The GPUs a Pipeline spreads over: [] for the current one alone."""
+    if devices is None:
+        return []
+    if isinstance(devices, str):
+        if devices != "all":
+            raise ValueError(f"devices: {devices!r} is not 'all' or a list of GPU indices")
+        return list(range(_cuda().device_count()))
+    chosen = list(devices)
+    if not chosen or any(not isinstance(d, int) or isinstance(d, bool) or d < 0 for d in chosen):
+        raise ValueError(f"devices: expected 'all' or a non-empty list of GPU indices (ints >= 0), not {devices!r}")
+    if len(set(chosen)) != len(chosen):
+        raise ValueError(f"devices: {chosen!r} names a GPU twice")
+    return chosen
+
+
 class Pipeline:
     """Chunked H2D -> stage -> D2H over host arrays, overlapped across CUDA streams.
 
@@ -318,6 +337,11 @@ class Pipeline:
             page-locked already.
         record: measure the run with CUDA events into RunReport.timeline.
         output_ratio: (out, in): output elements per input elements (1, 1).
+        devices: spread each run over these GPUs ('all': every visible one):
+            one contiguous part of the input per GPU, each with its own
+            streams, ring and host thread; the stage is called on the GPU of
+            its chunk (the current device there, so CuPy and torch launch on
+            it). None: the current GPU alone.
     """
 
     def __init__(
@@ -333,6 +357,7 @@ class Pipeline:
         pageable: str = "reject",
         record: bool = False,
         output_ratio: Tuple[int, int] = (1, 1),
+        devices: Union[Sequence[int], str, None] = None,
     ) -> None:
         if pageable not in _PAGEABLE:
             raise ValueError(f"pageable: {pageable!r} is not one of {', '.join(map(repr, _PAGEABLE))}")
@@ -343,6 +368,7 @@ class Pipeline:
         if len(output_ratio) != 2 or any(not isinstance(v, int) or v <= 0 for v in output_ratio):
             raise ValueError(f"output_ratio: expected two positive integers (out, in), not {output_ratio!r}")
         self._engine = _cuda().Pipeline(
+            devices=_device_list(devices),
             chunk_bytes=chunk_bytes,
             chunk_schedule=list(chunk_schedule or []),
             streams=streams,

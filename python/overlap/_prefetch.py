@@ -175,11 +175,13 @@ class _CupyBackend:
         return uploaded, ready
 
     def hand_over(self, arrays: List[Any], ready: Any) -> None:
-        self.cupy.cuda.get_current_stream().wait_event(ready)
+        with self.device:
+            self.cupy.cuda.get_current_stream().wait_event(ready)
 
     def moved_on(self, arrays: List[Any]) -> None:
-        passed = self.cupy.cuda.Event(disable_timing=True)
-        passed.record(self.cupy.cuda.get_current_stream())
+        with self.device:
+            passed = self.cupy.cuda.Event(disable_timing=True)
+            passed.record(self.cupy.cuda.get_current_stream())
         self.retiring.append((passed, arrays))
         while self.retiring and self.retiring[0][0].done:
             self.retiring.popleft()
@@ -205,7 +207,7 @@ def _backend_for(first: List[Tuple[str, Any]], to: Optional[str], device: Any) -
 
 
 def prefetch(batches: Iterable[Any], slots: int = 2, *, to: Optional[str] = None,
-             device: Any = None) -> Iterator[Any]:
+             device: Any = None, devices: Any = None) -> Iterator[Any]:
     """Yields each host batch as device arrays, uploading the next ones while the caller computes.
 
     Args:
@@ -216,6 +218,10 @@ def prefetch(batches: Iterable[Any], slots: int = 2, *, to: Optional[str] = None
         to: 'torch' (torch tensors) or 'cupy' (CuPy arrays); by default torch
             when the batches hold torch tensors, else CuPy when installed.
         device: the CUDA device (an index, or a torch device); the current one by default.
+        devices: several GPUs instead (a list of indices, or 'all'): batch k
+            goes to devices[k % len(devices)], in order, each GPU with its own
+            side stream and ``slots`` batches in flight; each yielded batch is
+            on its GPU and ready on that GPU's current stream.
 
     Each yielded batch is ready on the caller's current stream (the stream
     waits for its upload; the host does not), and stays valid for as long as
@@ -226,13 +232,22 @@ def prefetch(batches: Iterable[Any], slots: int = 2, *, to: Optional[str] = None
         raise ValueError(f"slots: expected a positive integer, not {slots!r}")
     if to is not None and to not in ("torch", "cupy"):
         raise ValueError(f"to: {to!r} is not one of 'torch', 'cupy'")
-    return _prefetching(iter(batches), slots, to, device)
+    if devices is not None and device is not None:
+        raise ValueError("device and devices: give one GPU or several, not both")
+    targets: List[Any] = [device] if devices is None else _device_indices(devices)
+    return _prefetching(iter(batches), slots, to, targets)
 
 
-def _prefetching(source: Iterator[Any], slots: int, to: Optional[str], device: Any) -> Iterator[Any]:
-    ring = [_Slot() for _ in range(slots)]
-    in_flight: Deque[Tuple[Any, List[Any], Any, _Slot]] = collections.deque()
-    backend: Any = None
+def _device_indices(devices: Any) -> List[int]:
+    from ._pipeline import _device_list
+
+    return _device_list(devices)
+
+
+def _prefetching(source: Iterator[Any], slots: int, to: Optional[str], targets: List[Any]) -> Iterator[Any]:
+    ring = [_Slot() for _ in range(slots * len(targets))]
+    in_flight: Deque[Tuple[Any, List[Any], Any, _Slot, Any]] = collections.deque()
+    backends: List[Any] = []
     issued = 0
     failure: Optional[BaseException] = None
 
@@ -251,24 +266,25 @@ def _prefetching(source: Iterator[Any], slots: int, to: Optional[str], device: A
             return False
 
     def issue(batch: Any) -> bool:
-        nonlocal backend, issued
+        nonlocal issued
         leaves = _leaves(batch)
-        if backend is None:
-            backend = _backend_for(leaves, to, device)
-        slot = ring[issued % slots]
+        if not backends:  # the first batch decides the framework, for every GPU
+            backends.extend(_backend_for(leaves, to, target) for target in targets)
+        backend = backends[issued % len(backends)]
+        slot = ring[issued % len(ring)]
         if slot.uploaded is not None:
             slot.uploaded.synchronize()  # backpressure: the upload that read this slot is done
         arrays, ready = backend.upload(leaves, slot)
         slot.uploaded = ready
-        in_flight.append((batch, arrays, ready, slot))
+        in_flight.append((batch, arrays, ready, slot, backend))
         issued += 1
         return True
 
     try:
-        while len(in_flight) < slots and issue_next():
+        while len(in_flight) < len(ring) and issue_next():
             pass
         while in_flight:
-            batch, arrays, ready, _ = in_flight.popleft()
+            batch, arrays, ready, _, backend = in_flight.popleft()
             backend.hand_over(arrays, ready)
             yield _rebuild(batch, iter(arrays))
             backend.moved_on(arrays)
@@ -276,5 +292,5 @@ def _prefetching(source: Iterator[Any], slots: int, to: Optional[str], device: A
         if failure is not None:
             raise failure
     finally:
-        if backend is not None:
+        for backend in backends:
             backend.finish()

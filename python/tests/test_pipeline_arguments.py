@@ -28,6 +28,11 @@ pytestmark = pytest.mark.skipif(not cuda_layer_built(), reason="overlap built wi
         ({"pageable": "sometimes"}, "pageable"),
         ({"chunking": "magic"}, "chunking"),
         ({"output_ratio": (1, 0)}, "output_ratio"),
+        ({"devices": "some"}, "devices"),
+        ({"devices": []}, "devices"),
+        ({"devices": [0, -1]}, "devices"),
+        ({"devices": [1, 1]}, "names a GPU twice"),
+        ({"devices": [True]}, "devices"),
     ],
 )
 def test_bad_options_raise_value_error_naming_the_option(arguments, field):

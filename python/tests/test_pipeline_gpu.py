@@ -80,6 +80,48 @@ def test_a_torch_stage_on_pinned_tensors_computes_every_element(torch):
     np.testing.assert_array_equal(host_out.numpy(), affine_reference(host_in.numpy()))
 
 
+def _needs_two_gpus():
+    if overlap._pipeline._cuda().device_count() < 2:
+        pytest.skip("skipped: needs 2 GPUs")
+
+
+def test_a_cupy_stage_over_two_gpus_computes_every_element(cupy, cupy_affine):
+    _needs_two_gpus()
+    host_in = random_input(ODD_ELEMENTS)
+    host_out = overlap.pinned_empty(ODD_ELEMENTS, np.float32)
+    host_out.fill(-7)
+    on = set()
+
+    def stage(chunk_in, chunk_out, stream):
+        on.add(cupy.cuda.runtime.getDevice())
+        cupy_affine(chunk_in, chunk_out, stream)
+
+    report = overlap.Pipeline(chunk_bytes=ODD_CHUNK_BYTES, streams=3, devices=[0, 1]).run(host_in, host_out, stage)
+    np.testing.assert_array_equal(host_out, affine_reference(host_in))
+    assert on == {0, 1}
+    assert [p["device"] for p in report.parts] == [0, 1]
+    assert report.parts[0]["first_chunk"] == 0 and report.parts[0]["first_element"] == 0
+    assert report.parts[1]["first_chunk"] == report.parts[0]["chunks"]
+    assert sum(p["chunks"] for p in report.parts) == report.chunks
+
+
+def test_a_torch_stage_over_every_gpu_on_pageable_tensors(torch):
+    _needs_two_gpus()
+    host_in = torch.from_numpy(np.array(random_input(ODD_ELEMENTS)))  # pageable copies
+    host_out = torch.full((ODD_ELEMENTS,), float("nan"))
+
+    def stage(chunk_in, chunk_out, stream):
+        with torch.cuda.stream(stream.torch()):
+            x = torch.as_tensor(chunk_in, device="cuda")
+            y = torch.as_tensor(chunk_out, device="cuda")
+            torch.mul(x, 2.0, out=y).add_(1.0)
+
+    report = overlap.Pipeline(chunk_bytes=ODD_CHUNK_BYTES, pageable="register", devices="all").run(
+        host_in, host_out, stage)
+    np.testing.assert_array_equal(host_out.numpy(), affine_reference(host_in.numpy()))
+    assert len(report.parts) == torch.cuda.device_count()
+
+
 def test_dlpack_views_reach_torch_and_cupy(torch, cupy):
     host_in = random_input(ODD_ELEMENTS)
     host_out = overlap.pinned_empty(ODD_ELEMENTS, np.float32)

@@ -27,3 +27,14 @@ def test_a_batch_of_something_else_names_where_it_is():
 
 def test_an_empty_source_yields_nothing():
     assert list(overlap.prefetch([], slots=2)) == []
+
+
+def test_device_and_devices_are_one_gpu_or_several():
+    with pytest.raises(ValueError, match="device and devices"):
+        overlap.prefetch([np.zeros(4)], device=0, devices=[0, 1])
+
+
+@pytest.mark.parametrize("devices", ["some", [], [0, 0]])
+def test_devices_must_name_gpus(devices):
+    with pytest.raises(ValueError, match="devices"):
+        overlap.prefetch([np.zeros(4)], devices=devices)

@@ -115,3 +115,37 @@ def test_epochs_reuse_the_device_memory_of_the_epoch_before(torch):
             pass
     torch.cuda.synchronize()
     assert torch.cuda.memory_reserved() <= reserved + (64 << 20)
+
+
+def _needs_two_gpus():
+    if overlap._pipeline._cuda().device_count() < 2:
+        pytest.skip("skipped: needs 2 GPUs")
+
+
+@pytest.mark.parametrize("pinned", [True, False])
+def test_torch_batches_go_to_the_gpus_in_turn_in_order_and_whole(torch, pinned):
+    _needs_two_gpus()
+    batches = [torch.from_numpy(b) for b in host_batches(7, pinned)]
+    seen = []
+    for k, device_batch in enumerate(overlap.prefetch(batches, slots=2, devices=[0, 1])):
+        assert device_batch.device == torch.device("cuda", k % 2), f"batch {k} on {device_batch.device}"
+        with torch.cuda.device(k % 2):
+            torch.cuda._sleep(1_000_000)  # that GPU's stream is busy while the next uploads go
+        seen.append(device_batch)
+    for d in (0, 1):
+        torch.cuda.synchronize(d)
+    assert len(seen) == 7
+    for k, device_batch in enumerate(seen):
+        assert torch.equal(device_batch.cpu(), batches[k]), f"batch {k}"
+
+
+def test_cupy_batches_go_to_every_gpu(cupy):
+    _needs_two_gpus()
+    arrays = host_batches(5, pinned=False)
+    expected = [float(a.astype(np.float64).sum()) for a in arrays]
+    sums = []
+    for k, batch in enumerate(overlap.prefetch(arrays, slots=2, to="cupy", devices="all")):
+        assert batch.device.id == k % cupy.cuda.runtime.getDeviceCount()
+        with batch.device:
+            sums.append(float(batch.astype(cupy.float64).sum()))
+    assert sums == pytest.approx(expected, rel=1e-9)

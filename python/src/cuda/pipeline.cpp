@@ -89,6 +89,16 @@ nb::dict report_of(const cuda::run_report& report) {
   result["device_bytes"] = report.device_bytes;
   result["host_issue_ms"] = report.host_issue_ms;
   result["host"] = std::string(cuda::to_string(report.host));
+  nb::list parts;
+  for (const cuda::run_report::device_part& part : report.parts) {
+    nb::dict p;
+    p["device"] = part.device;
+    p["first_chunk"] = part.first_chunk;
+    p["first_element"] = part.first_element;
+    p["chunks"] = part.report ? part.report->chunks : 0;
+    parts.append(p);
+  }
+  result["parts"] = parts;
   if (report.timeline) {
     result["timeline_json"] = io::to_json(*report.timeline);
   } else {
@@ -151,8 +161,9 @@ pipeline_options options_of(std::optional<std::size_t> chunk_bytes, std::vector<
                             std::optional<unsigned> streams, std::optional<unsigned> ring_depth,
                             std::optional<std::size_t> device_budget_bytes, const std::string& chunking,
                             bool calibrate, const std::string& pageable, bool record, std::size_t ratio_out,
-                            std::size_t ratio_in) {
+                            std::size_t ratio_in, std::vector<int> devices) {
   pipeline_options options;
+  options.devices = std::move(devices);
   options.chunk_bytes = chunk_bytes;
   options.chunk_schedule = std::move(chunk_schedule);
   options.streams = streams;
@@ -211,16 +222,17 @@ void bind_pipeline(nb::module_& module) {
                        std::optional<unsigned> streams, std::optional<unsigned> ring_depth,
                        std::optional<std::size_t> device_budget_bytes, const std::string& chunking,
                        bool calibrate, const std::string& pageable, bool record, std::size_t ratio_out,
-                       std::size_t ratio_in) {
+                       std::size_t ratio_in, std::vector<int> devices) {
              return python_pipeline(options_of(chunk_bytes, std::move(chunk_schedule), streams, ring_depth,
                                                device_budget_bytes, chunking, calibrate, pageable, record,
-                                               ratio_out, ratio_in));
+                                               ratio_out, ratio_in, std::move(devices)));
            }),
            nb::kw_only(), nb::arg("chunk_bytes") = nb::none(),
            nb::arg("chunk_schedule") = std::vector<std::size_t>{}, nb::arg("streams") = nb::none(),
            nb::arg("ring_depth") = nb::none(), nb::arg("device_budget_bytes") = nb::none(),
            nb::arg("chunking") = "fixed", nb::arg("calibrate") = false, nb::arg("pageable") = "reject",
-           nb::arg("record") = false, nb::arg("ratio_out") = 1, nb::arg("ratio_in") = 1)
+           nb::arg("record") = false, nb::arg("ratio_out") = 1, nb::arg("ratio_in") = 1,
+           nb::arg("devices") = std::vector<int>{})
       .def("run", &python_pipeline::run, nb::arg("host_in"), nb::arg("host_out"), nb::arg("adapter"),
            "Runs the pipeline; `adapter(in_ptr, in_count, out_ptr, out_count, stream_ptr, chunk)` is called "
            "per chunk.")
