@@ -43,6 +43,7 @@
 #endif
 
 #include "overlap/cuda/device_models.hpp"
+#include "overlap/cuda/device_scope.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/event.hpp"
 #include "overlap/cuda/feed.hpp"
@@ -752,6 +753,19 @@ feed_report feed_engine::run(const feed_layout& layout, const feed_options& opti
     std::atomic<bool>& flag;
     ~clear_stop() { flag.store(false, std::memory_order_relaxed); }
   } clear{stop_requested_};
+  if (options.devices.size() > 1) return run_on_devices(layout, options, producer, stage, consumer);
+  std::optional<device_scope> on;
+  if (options.devices.size() == 1) {
+    check_device_list(options.devices);
+    on.emplace(options.devices.front());
+  }
+  int current = 0;
+  check(cudaGetDevice(&current), "cudaGetDevice", "starting a Feed run");
+  if (resources_ && resources_device_ != current)
+    throw invalid_input(
+        fmt::format("devices: this Feed's slots are on GPU {} (its first run's), not GPU {}: make "
+                    "a Feed per GPU, or list the GPUs in feed_options::devices",
+                    resources_device_, current));
   if (!resources_) {
     const std::size_t out_elements = check_feed_options(options, layout.input_element_bytes);
     const unsigned slots = options.slots.value_or(default_feed_slots(builtin_model_of_current_device()));
@@ -765,6 +779,7 @@ feed_report feed_engine::run(const feed_layout& layout, const feed_options& opti
     // The device buffers were allocated in stream order.
     for (const auto& slot : res->slots) slot->s.synchronize();
     resources_ = std::move(res);
+    resources_device_ = current;
   } else if (resources_->wait != options.wait) {
     for (const auto& slot : resources_->slots) {
       slot->uploaded = event(event_timing::disabled, events_for(options.wait));

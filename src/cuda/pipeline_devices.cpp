@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "overlap/core/program_join.hpp"
+#include "overlap/cuda/device_scope.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/memory.hpp"
 #include "overlap/cuda/pipeline.hpp"
@@ -43,17 +44,7 @@ struct part {
 };
 
 void check_devices(const std::vector<int>& devices, const pipeline_options& options) {
-  int visible = 0;
-  check(cudaGetDeviceCount(&visible), "cudaGetDeviceCount", "checking pipeline_options::devices");
-  for (std::size_t i = 0; i < devices.size(); ++i) {
-    const int d = devices[i];
-    if (d < 0 || d >= visible)
-      throw invalid_input(
-          fmt::format("devices[{}]: {} is not a GPU here ({} visible: 0 to {})", i, d, visible, visible - 1));
-    for (std::size_t k = 0; k < i; ++k) {
-      if (devices[k] == d) throw invalid_input(fmt::format("devices[{}]: GPU {} is listed twice", i, d));
-    }
-  }
+  check_device_list(devices);
   if (devices.size() > 1 && !options.chunk_schedule.empty())
     throw invalid_input(
         "chunk_schedule: not with several devices (each GPU chunks its own part: give chunk_bytes, or leave "
@@ -115,21 +106,6 @@ std::vector<part> split(const erased_run& r, const plan& whole, const std::vecto
   }
   return parts;
 }
-
-/// Makes `device` current for its scope and restores the one before.
-class device_scope {
- public:
-  explicit device_scope(int device) {
-    check(cudaGetDevice(&previous_), "cudaGetDevice", "running on several GPUs");
-    check(cudaSetDevice(device), "cudaSetDevice", fmt::format("GPU {}", device));
-  }
-  ~device_scope() { (void)cudaSetDevice(previous_); }
-  device_scope(const device_scope&) = delete;
-  device_scope& operator=(const device_scope&) = delete;
-
- private:
-  int previous_ = 0;
-};
 
 }  // namespace
 

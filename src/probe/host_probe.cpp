@@ -11,28 +11,16 @@
 #include "copy_trains.hpp"
 #include "overlap/core/error.hpp"
 #include "overlap/cuda/device_models.hpp"
+#include "overlap/cuda/device_scope.hpp"
 #include "overlap/cuda/error.hpp"
 
 namespace overlap::probe {
 
 namespace {
 
+using cuda::device_scope;
+
 constexpr std::size_t MiB = std::size_t{1} << 20;
-
-/// Makes `device` current for its scope and restores the one before.
-class device_scope {
- public:
-  explicit device_scope(int device) {
-    detail::check(cudaGetDevice(&previous_), "cudaGetDevice");
-    detail::check(cudaSetDevice(device), "cudaSetDevice");
-  }
-  ~device_scope() { (void)cudaSetDevice(previous_); }
-  device_scope(const device_scope&) = delete;
-  device_scope& operator=(const device_scope&) = delete;
-
- private:
-  int previous_ = 0;
-};
 
 /// A copy_bench on one GPU, made and destroyed with that GPU current (its
 /// hold, streams and buffers belong to it).

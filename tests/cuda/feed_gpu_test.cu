@@ -602,4 +602,131 @@ TEST(FeedDefaults, TheSlotCountComesFromTheGpusModel) {
   EXPECT_EQ(report.items, 9U);
 }
 
+// --- several GPUs: item k on GPU k mod N, produced and consumed in item order ---
+
+#define NEED_TWO_GPUS()                                                              \
+  if (overlap::cuda::device_count() == 0) GTEST_SKIP() << "skipped: no CUDA device"; \
+  if (overlap::cuda::device_count() < 2) GTEST_SKIP() << "skipped: needs 2 GPUs"
+
+feed_options on_two_gpus(std::size_t slot_elements, unsigned slots) {
+  feed_options o = with(slot_elements, slots);
+  o.devices = {0, 1};
+  return o;
+}
+
+TEST(MultiGpuFeed, ItemsGoToTheGpusInTurnAndArriveInOrderAndExact) {
+  NEED_TWO_GPUS();
+  for (const feed_issuing_thread thread : {feed_issuing_thread::producer, feed_issuing_thread::dedicated}) {
+    constexpr std::size_t slot = 40'009;  // odd sizes: each item 1..slot elements
+    feed_options options = on_two_gpus(slot, 3);
+    options.issuing_thread = thread;
+    Feed<float> feed(options);
+    std::vector<int> stage_device(37, -1);
+    std::vector<std::size_t> produced;
+    checking_consumer check{slot};
+    const auto produce = producer_of(37, slot);
+    const auto report = feed.run(
+        [&](std::span<float> s, std::size_t k) {
+          produced.push_back(k);  // one call at a time, in item order
+          return produce(s, k);
+        },
+        [&](std::span<const float> in, std::span<float> out, stream_view s, std::size_t k) {
+          int device = -1;
+          overlap::cuda::check(cudaGetDevice(&device), "cudaGetDevice");
+          stage_device.at(k) = device;
+          overlap_test::launch_axpb(in, out, s);
+        },
+        [&](std::span<const float> out, std::size_t k) { check(out, k); });
+    EXPECT_EQ(report.items, 37U);
+    EXPECT_EQ(check.next, 37U);
+    EXPECT_EQ(check.out_of_order, 0U);
+    EXPECT_EQ(check.wrong_size, 0U);
+    EXPECT_EQ(check.bad_elements, 0U);
+    for (std::size_t k = 0; k < produced.size(); ++k) ASSERT_EQ(produced[k], k);
+    for (std::size_t k = 0; k < 37; ++k) EXPECT_EQ(stage_device[k], static_cast<int>(k % 2)) << "item " << k;
+    ASSERT_EQ(report.parts.size(), 2U);
+    EXPECT_EQ(report.parts[0].device, 0);
+    EXPECT_EQ(report.parts[0].report->items, 19U);
+    EXPECT_EQ(report.parts[1].report->items, 18U);
+    EXPECT_GT(report.items_per_second, 0.0);
+    // The same Feed again: the GPUs' slots are reused.
+    checking_consumer again{slot};
+    EXPECT_EQ(feed.run(producer_of(5, slot), axpb_stage,
+                       [&](std::span<const float> out, std::size_t k) { again(out, k); })
+                  .items,
+              5U);
+    EXPECT_EQ(again.bad_elements, 0U);
+  }
+}
+
+TEST(MultiGpuFeed, AFailureOnEitherGpuStopsAtItsItemAfterTheItemsBeforeIt) {
+  NEED_TWO_GPUS();
+  constexpr std::size_t slot = 4096;
+  for (const feed_part part : {feed_part::producer, feed_part::stage, feed_part::consumer}) {
+    for (const std::size_t bad : {std::size_t{0}, std::size_t{11}, std::size_t{12}}) {
+      Feed<float> feed(on_two_gpus(slot, 2));
+      std::vector<std::size_t> seen;
+      const auto produce = producer_of(40, slot);
+      try {
+        (void)feed.run(
+            [&](std::span<float> s, std::size_t k) {
+              if (part == feed_part::producer && k == bad) throw std::runtime_error("camera unplugged");
+              return produce(s, k);
+            },
+            [&](std::span<const float> in, std::span<float> out, stream_view s, std::size_t k) {
+              if (part == feed_part::stage && k == bad) throw std::runtime_error("no kernel for this item");
+              overlap_test::launch_axpb(in, out, s);
+            },
+            [&](std::span<const float>, std::size_t k) {
+              seen.push_back(k);
+              if (part == feed_part::consumer && k == bad) throw std::runtime_error("disk full");
+            });
+        ADD_FAILURE() << "no feed_error";
+      } catch (const feed_error& e) {
+        EXPECT_EQ(e.item(), bad);
+        EXPECT_EQ(e.part(), part);
+        const std::string expected_text = std::string(overlap::cuda::to_string(part)) + " failed at item " +
+                                          std::to_string(bad) + " on GPU " + std::to_string(bad % 2);
+        EXPECT_NE(std::string(e.what()).find(expected_text), std::string::npos) << e.what();
+      }
+      const std::size_t expected = part == feed_part::consumer ? bad + 1 : bad;
+      ASSERT_EQ(seen.size(), expected) << overlap::cuda::to_string(part) << " at " << bad;
+      for (std::size_t k = 0; k < seen.size(); ++k) EXPECT_EQ(seen[k], k);
+    }
+  }
+}
+
+TEST(MultiGpuFeed, StopEndsBothGpusAfterTheItemsInFlight) {
+  NEED_TWO_GPUS();
+  Feed<float> feed(on_two_gpus(1024, 2));
+  std::vector<std::size_t> seen;
+  const auto report =
+      feed.run(producer_of(1000, 1024), axpb_stage, [&](std::span<const float>, std::size_t k) {
+        seen.push_back(k);
+        if (k == 9) feed.stop();
+      });
+  EXPECT_TRUE(report.stopped);
+  EXPECT_GE(report.items, 10U);
+  EXPECT_LT(report.items, 1000U);
+  ASSERT_EQ(seen.size(), report.items);
+  for (std::size_t k = 0; k < seen.size(); ++k) EXPECT_EQ(seen[k], k);
+}
+
+TEST(MultiGpuFeed, ABadDeviceListIsRefusedByName) {
+  SKIP_WITHOUT_GPU();
+  feed_options options = with(256, 2U);
+  options.devices = {0, 0};
+  Feed<float> feed(options);
+  try {
+    (void)feed.run(producer_of(3, 256), axpb_stage, [](std::span<const float>, std::size_t) {});
+    ADD_FAILURE() << "no error";
+  } catch (const overlap::invalid_input& e) {
+    EXPECT_STREQ(e.what(), "devices[1]: GPU 0 is listed twice");
+  }
+  options.devices = {0, 999};
+  Feed<float> far(options);
+  EXPECT_THROW((void)far.run(producer_of(3, 256), axpb_stage, [](std::span<const float>, std::size_t) {}),
+               overlap::invalid_input);
+}
+
 }  // namespace

@@ -37,6 +37,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "overlap/core/error.hpp"
 #include "overlap/core/feed_shape.hpp"
@@ -109,6 +111,13 @@ struct feed_options {
   /// with the stages' stream), or a stream per slot. feed_issue::graph_per_slot
   /// replays each slot's work on the slot's stream, whatever this says.
   feed_streams streams = feed_streams::by_stage;
+  /// GPUs to spread the items over, item k to devices[k mod N] (all_devices()
+  /// names every visible one); each GPU has its own slots, streams and
+  /// threads, the producer is called in item order and the consumer
+  /// receives the items in item order, one call at a time, from the GPUs'
+  /// threads. Empty: the current GPU alone. A Feed keeps its slots on the
+  /// GPUs of its first run.
+  std::vector<int> devices;
 };
 
 /// Milliseconds from an item's production (the producer's return) to its
@@ -117,6 +126,15 @@ struct feed_latency {
   double median_ms = 0.0;  ///< median over the consumed items (0 when none)
   double p95_ms = 0.0;     ///< 95th percentile
   double max_ms = 0.0;     ///< the slowest item
+};
+
+struct feed_report;
+
+/// One GPU's share of a Feed run over several (feed_options::devices).
+struct feed_device_part {
+  int device = 0;  ///< CUDA ordinal
+  std::shared_ptr<const feed_report>
+      report;  ///< its items (numbered on that GPU: its i-th is item i*N + its index)
 };
 
 /// What a run of a Feed did.
@@ -141,8 +159,12 @@ struct feed_report {
   bool stopped = false;  ///< stop() ended the run before the producer said it was done
   /// The run as a FeedShape (its first max_described_items items, and the
   /// producer's and consumer's median times): make_feed_program(shape)
-  /// simulates, checks or draws it.
+  /// simulates, checks or draws it. Over several GPUs, the first GPU's part.
   FeedShape shape;
+  /// Over several GPUs, one per GPU; the fields above are the whole run's
+  /// (latency: the slowest GPU's median, 95th percentile and maximum;
+  /// slots: per GPU; most_ahead: summed). Empty on one GPU.
+  std::vector<feed_device_part> parts;
 };
 
 /// Items a feed_report's shape keeps: enough for the steady state.
@@ -213,8 +235,16 @@ class feed_engine {
   void stop() noexcept { stop_requested_.store(true, std::memory_order_relaxed); }
 
  private:
+  /// A run over several GPUs (src/cuda/feed_devices.cpp).
+  feed_report run_on_devices(const feed_layout& layout, const feed_options& options,
+                             const erased_producer& producer, const erased_stage& stage,
+                             const erased_consumer& consumer);
+
   std::unique_ptr<feed_resources> resources_;
+  int resources_device_ = -1;  // the GPU resources_ were made on
   std::atomic<bool> stop_requested_{false};
+  /// Runs over several GPUs: an engine per GPU, by its ordinal.
+  std::vector<std::pair<int, std::unique_ptr<feed_engine>>> per_device_;
 };
 
 }  // namespace detail
