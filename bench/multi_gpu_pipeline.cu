@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "multi_gpu_affine.cuh"
 #include "overlap/core/device_model.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/memory.hpp"
@@ -42,56 +43,14 @@
 
 namespace {
 
+using multi_gpu::affine;
+using multi_gpu::clock_type;
+using multi_gpu::iterated;
+using multi_gpu::launch;
+using multi_gpu::ms_since;
+using multi_gpu::stats;
+using multi_gpu::summarize;
 using overlap::cuda::check;
-using clock_type = std::chrono::steady_clock;
-
-constexpr std::uint32_t mul = 1664525U;
-constexpr std::uint32_t add = 1013904223U;
-
-__global__ void affine_iterate(const std::uint32_t* in, std::uint32_t* out, std::size_t n, int k) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
-    std::uint32_t x = in[i];
-    for (int j = 0; j < k; ++j) {
-      x = x * mul + add;
-      // Opaque to the compiler: it may not fold several steps into one
-      // (x * mul^2 + ...), so each step costs its multiply-add.
-      asm volatile("" : "+r"(x));
-    }
-    out[i] = x;
-  }
-}
-
-void launch(const std::uint32_t* in, std::uint32_t* out, std::size_t n, int k, cudaStream_t s) {
-  if (n == 0) return;
-  const auto blocks = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 132 * 16));
-  affine_iterate<<<blocks, 256, 0, s>>>(in, out, n, k);
-  check(cudaGetLastError(), "affine_iterate launch");
-}
-
-/// x -> A x + B, the closed form of k iterations.
-struct affine {
-  std::uint32_t a = 1;
-  std::uint32_t b = 0;
-};
-affine iterated(int k) {
-  affine f;
-  for (int j = 0; j < k; ++j) f = {f.a * mul, f.b * mul + add};
-  return f;
-}
-
-double ms_since(clock_type::time_point t) {
-  return std::chrono::duration<double, std::milli>(clock_type::now() - t).count();
-}
-
-struct stats {
-  double median = 0, min = 0, max = 0;
-};
-stats summarize(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return {n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v.front(), v.back()};
-}
 
 /// The hand-written loop's buffers on one GPU: a device slot per stream.
 struct hand_gpu {
