@@ -165,8 +165,8 @@ PlanFloor floor_of_devices(const Workload& workload, const std::optional<KernelC
   floor.links_ms = copy_floor(floor.h2d_ms, floor.d2h_ms, least_slowdowns(model), model);
   if (model.host && model.host->h2d_gigabytes_per_second > 0.0) {
     const HostLinks& h = *model.host;
-    const double in = static_cast<double>(workload.bytes_in);
-    const double out = static_cast<double>(workload.bytes_out);
+    const auto in = static_cast<double>(workload.bytes_in);
+    const auto out = static_cast<double>(workload.bytes_out);
     floor.host_ms = std::max({in / (h.h2d_gigabytes_per_second * 1e6),
                               out > 0.0 ? out / (h.d2h_gigabytes_per_second * 1e6) : 0.0,
                               out > 0.0 ? (in + out) / (h.both_gigabytes_per_second * 1e6) : 0.0});

@@ -270,7 +270,7 @@ class Feed {
   using consumer_function = std::function<void(std::span<const Out> result, std::size_t item)>;
 
   /// Throws invalid_input naming the field (slot_elements, slots, ratio); no CUDA call.
-  explicit Feed(const feed_options& options) : options_(options) {
+  explicit Feed(feed_options options) : options_(std::move(options)) {
     (void)detail::check_feed_options(options_, sizeof(In));
   }
 
