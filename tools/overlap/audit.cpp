@@ -56,6 +56,9 @@ Rules:
   hardware-queue-sharing     more streams than CUDA_DEVICE_MAX_CONNECTIONS (recorded
                              from the run; 8 when unset) with ops held behind another
                              stream's at the head of a shared queue
+  serialized-communication   collective (NCCL) kernels on a stream that also runs compute
+                             kernels: neither hides under the other (a synchronous
+                             all-reduce on the compute stream); fix: their own stream
   unrecorded-event           as in 'overlap check'
 Findings are grouped: one per pattern, with its count and first instances.
 
