@@ -14,27 +14,14 @@
 #   scripts/ddp-device-run.sh [ROUNDS]   (default 3)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-# NVLink multicast stays off on the shared multi-GPU hosts (KINDS.md).
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-out}
 ROUNDS=${1:-3}
 R=$OUT/rounds
 mkdir -p "$OUT" "$R"
 exec > >(tee -a "$OUT/log.txt") 2>&1
-deps=$PWD/.devdeps/usr
-[ -d "$deps" ] || { echo "ddp-device-run: no .devdeps/ (run scripts/stage-device-deps.sh first)" >&2; exit 2; }
-export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-B=build/h100
-step() { echo "=== $(date -u +%H:%M:%S) $*"; }
-
-step build
-s=$SECONDS
-{
-  cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DOVERLAP_WERROR=OFF \
-    -DOVERLAP_PYTHON=OFF -DCMAKE_PREFIX_PATH="$deps" &&
-    cmake --build $B -j "$(nproc)" --target overlap overlap_inject overlap_audit_apps_tests
-} >/tmp/ddp-build.log 2>&1 || { tail -40 /tmp/ddp-build.log; exit 1; }
-echo "built in $((SECONDS - s)) s"
+# shellcheck source=scripts/multi-gpu-build.sh
+source scripts/multi-gpu-build.sh
+build_h100 overlap overlap_inject overlap_audit_apps_tests
 nvidia-smi -L
 python3 -c "import torch; print('torch', torch.__version__, 'nccl', torch.cuda.nccl.version())"
 O=$B/tools/overlap/overlap

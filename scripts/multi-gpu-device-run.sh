@@ -14,33 +14,20 @@
 #                    transfer-bound workload's predictions)
 #   pipeline.json    bench/multi_gpu_pipeline: the Pipeline on one GPU and
 #                    two against the best hand-written two-GPU loop and the floors
+#   feed.json        bench/multi_gpu_feed: the Feed on one GPU and on two
 #   gpu-tests.txt    the GPU tests, legacy and per-thread default stream, and
 #                    compute-sanitizer memcheck of the multi-GPU tests
 # Each step has its own time limit, so a slow one leaves the others' files.
 #   scripts/multi-gpu-device-run.sh [ROUNDS]   (0: the full probe, the Pipeline and the tests only)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-# NVLink multicast stays off on the shared multi-GPU hosts (KINDS.md).
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-out}
 ROUNDS=${1:-2}
 mkdir -p "$OUT" "$OUT/rounds"
 exec > >(tee -a "$OUT/log.txt") 2>&1
-deps=$PWD/.devdeps/usr
-[ -d "$deps" ] || { echo "multi-gpu-device-run: no .devdeps/ (run scripts/stage-device-deps.sh first)" >&2; exit 2; }
-export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-B=build/h100
-step() { echo "=== $(date -u +%H:%M:%S) $*"; }
-
-step build
-s=$SECONDS
-{
-  cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DOVERLAP_WERROR=OFF \
-    -DOVERLAP_PYTHON=OFF -DCMAKE_PREFIX_PATH="$deps" &&
-    cmake --build $B -j "$(nproc)" --target overlap overlap_gpu_tests overlap_gpu_tests_per_thread multi_gpu_copies \
-      multi_gpu_pipeline
-} >/tmp/multi-gpu-build.log 2>&1 || { tail -40 /tmp/multi-gpu-build.log; exit 1; }
-echo "built in $((SECONDS - s)) s"
+# shellcheck source=scripts/multi-gpu-build.sh
+source scripts/multi-gpu-build.sh
+build_h100 overlap overlap_gpu_tests overlap_gpu_tests_per_thread multi_gpu_copies multi_gpu_pipeline multi_gpu_feed
 
 step topology
 nvidia-smi -L; nvidia-smi topo -m; nproc; grep -m1 "model name" /proc/cpuinfo
@@ -78,6 +65,10 @@ grep -E "^(Best|Predicted|Floor|            the)" "$OUT/plan.txt"
 step "the Pipeline on one GPU and on two (bench/multi_gpu_pipeline)"
 timeout 300 $B/bench/multi_gpu_pipeline --reps "${PIPELINE_REPS:-7}" --model "$OUT/host-full.json" \
   --json "$OUT/pipeline.json"
+echo "exit $?"
+
+step "the Feed on one GPU and on two (bench/multi_gpu_feed)"
+timeout 200 $B/bench/multi_gpu_feed --reps 9 --json "$OUT/feed.json"
 echo "exit $?"
 
 for t in overlap_gpu_tests overlap_gpu_tests_per_thread; do

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -182,8 +183,7 @@ feed_report feed_engine::run_on_devices(const feed_layout& layout, const feed_op
 
   item_turns turns;
   first_failure failure;
-  bool stopped = false;
-  std::mutex stopped_mutex;
+  std::atomic<bool> stopped{false};
   std::vector<feed_report> reports(n);
   const auto started = std::chrono::steady_clock::now();
   const auto run_gpu = [&](std::size_t i) {
@@ -194,10 +194,7 @@ feed_report feed_engine::run_on_devices(const feed_layout& layout, const feed_op
       const std::size_t k = global(j);
       if (!turns.wait_to_produce(k)) return std::nullopt;
       if (stop_requested_.load(std::memory_order_relaxed)) {
-        {
-          const std::lock_guard lock(stopped_mutex);
-          stopped = true;
-        }
+        stopped.store(true, std::memory_order_relaxed);
         turns.end_at(k);
         return std::nullopt;
       }
@@ -265,7 +262,7 @@ feed_report feed_engine::run_on_devices(const feed_layout& layout, const feed_op
   parts.reserve(n);
   for (std::size_t i = 0; i < n; ++i)
     parts.push_back({devices[i], std::make_shared<const feed_report>(std::move(reports[i]))});
-  return joined_report(parts, wall_ms, stopped);
+  return joined_report(parts, wall_ms, stopped.load(std::memory_order_relaxed));
 }
 
 }  // namespace overlap::cuda::detail

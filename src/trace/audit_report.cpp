@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "audit_phases.hpp"
+#include "audit_report_json.hpp"
 #include "overlap/core/byte_size.hpp"
 #include "overlap/io/exporters.hpp"
 #include "overlap/trace/audit.hpp"
@@ -212,7 +213,7 @@ ordered_json communication_json(const std::optional<CommunicationUse>& c) {
 
 }  // namespace
 
-std::string format_json(const AuditReport& r, check::severity fail_on) {
+ordered_json detail::report_json(const AuditReport& r, check::severity fail_on) {
   ordered_json findings = ordered_json::array();
   for (const AuditFinding& f : r.findings) findings.push_back(finding_json(f));
   ordered_json engines = ordered_json::array();
@@ -264,8 +265,12 @@ std::string format_json(const AuditReport& r, check::severity fail_on) {
         {"fail_on", check::to_string(fail_on)},
         {"fails", r.fails(fail_on)}}},
   };
+  return j;
+}
+
+std::string format_json(const AuditReport& r, check::severity fail_on) {
   // Names from input may be any bytes; JSON is UTF-8 (bad bytes become U+FFFD).
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return detail::report_json(r, fail_on).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace overlap::trace

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "audit_report_json.hpp"
 #include "overlap/io/exporters.hpp"
 
 namespace overlap::trace {
@@ -65,7 +66,7 @@ std::string format_json(const JobAudit& job, check::severity fail_on) {
                          {"rank", p.rank ? ordered_json(*p.rank) : ordered_json(nullptr)},
                          {"pid", p.pid},
                          {"trace", p.source},
-                         {"report", ordered_json::parse(format_json(p.report, fail_on))}});
+                         {"report", detail::report_json(p.report, fail_on)}});
   }
   const ordered_json j = {{"command", job.command},
                           {"exit_code", job.exit_code},

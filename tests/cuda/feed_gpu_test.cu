@@ -372,14 +372,12 @@ TEST(FeedBackpressure, WaitingForASlowConsumerDoesNotSpin) {
   EXPECT_LT(cpu_ms, 0.5 * report.wall_ms) << cpu_ms << " ms of CPU in " << report.wall_ms << " ms";
 }
 
-// Runs a feed whose `part` throws at item `bad`, checks the error and the
+// Runs a feed of `options` whose `part` throws at item `bad`, checks the
+// error (its message saying "<part> failed at item <bad><where>") and the
 // items the consumer saw, then a clean run on the same Feed.
-void expect_failure_at(feed_part part, std::size_t bad, feed_issue issue = feed_issue::direct,
-                       feed_issuing_thread thread = feed_issuing_thread::producer) {
-  constexpr std::size_t slot = 3001;
-  feed_options options = with(slot, 3U);
-  options.issue = issue;
-  options.issuing_thread = thread;
+void expect_failure_on(const feed_options& options, feed_part part, std::size_t bad,
+                       const std::string& where) {
+  const std::size_t slot = options.slot_elements;
   Feed<float> feed(options);
   std::vector<std::size_t> seen;
   const auto produce = producer_of(50, slot);
@@ -402,7 +400,7 @@ void expect_failure_at(feed_part part, std::size_t bad, feed_issue issue = feed_
     EXPECT_EQ(e.item(), bad);
     EXPECT_EQ(e.part(), part);
     EXPECT_NE(std::string(e.what()).find(std::string(overlap::cuda::to_string(part)) + " failed at item " +
-                                         std::to_string(bad)),
+                                         std::to_string(bad) + where),
               std::string::npos)
         << e.what();
     try {
@@ -422,6 +420,15 @@ void expect_failure_at(feed_part part, std::size_t bad, feed_issue issue = feed_
                                [&](std::span<const float> out, std::size_t k) { check(out, k); });
   EXPECT_EQ(report.items, 20U);
   EXPECT_EQ(check.bad_elements, 0U);
+}
+
+// expect_failure_on, on one GPU with 3 slots issued as given.
+void expect_failure_at(feed_part part, std::size_t bad, feed_issue issue = feed_issue::direct,
+                       feed_issuing_thread thread = feed_issuing_thread::producer) {
+  feed_options options = with(3001, 3U);
+  options.issue = issue;
+  options.issuing_thread = thread;
+  expect_failure_on(options, part, bad, "");
 }
 
 TEST(FeedFailure, AProducerThatThrowsStopsTheFeedAfterTheItemsBeforeIt) {
@@ -661,38 +668,9 @@ TEST(MultiGpuFeed, ItemsGoToTheGpusInTurnAndArriveInOrderAndExact) {
 
 TEST(MultiGpuFeed, AFailureOnEitherGpuStopsAtItsItemAfterTheItemsBeforeIt) {
   NEED_TWO_GPUS();
-  constexpr std::size_t slot = 4096;
   for (const feed_part part : {feed_part::producer, feed_part::stage, feed_part::consumer}) {
-    for (const std::size_t bad : {std::size_t{0}, std::size_t{11}, std::size_t{12}}) {
-      Feed<float> feed(on_two_gpus(slot, 2));
-      std::vector<std::size_t> seen;
-      const auto produce = producer_of(40, slot);
-      try {
-        (void)feed.run(
-            [&](std::span<float> s, std::size_t k) {
-              if (part == feed_part::producer && k == bad) throw std::runtime_error("camera unplugged");
-              return produce(s, k);
-            },
-            [&](std::span<const float> in, std::span<float> out, stream_view s, std::size_t k) {
-              if (part == feed_part::stage && k == bad) throw std::runtime_error("no kernel for this item");
-              overlap_test::launch_axpb(in, out, s);
-            },
-            [&](std::span<const float>, std::size_t k) {
-              seen.push_back(k);
-              if (part == feed_part::consumer && k == bad) throw std::runtime_error("disk full");
-            });
-        ADD_FAILURE() << "no feed_error";
-      } catch (const feed_error& e) {
-        EXPECT_EQ(e.item(), bad);
-        EXPECT_EQ(e.part(), part);
-        const std::string expected_text = std::string(overlap::cuda::to_string(part)) + " failed at item " +
-                                          std::to_string(bad) + " on GPU " + std::to_string(bad % 2);
-        EXPECT_NE(std::string(e.what()).find(expected_text), std::string::npos) << e.what();
-      }
-      const std::size_t expected = part == feed_part::consumer ? bad + 1 : bad;
-      ASSERT_EQ(seen.size(), expected) << overlap::cuda::to_string(part) << " at " << bad;
-      for (std::size_t k = 0; k < seen.size(); ++k) EXPECT_EQ(seen[k], k);
-    }
+    for (const std::size_t bad : {std::size_t{0}, std::size_t{11}, std::size_t{12}})
+      expect_failure_on(on_two_gpus(3001, 2), part, bad, " on GPU " + std::to_string(bad % 2));
   }
 }
 
