@@ -7,8 +7,14 @@
 namespace overlap::bench {
 
 device_info query_device() {
+  int current = 0;
+  cuda::check(cudaGetDevice(&current), "cudaGetDevice");
+  return query_device(current);
+}
+
+device_info query_device(int ordinal) {
   device_info d;
-  cuda::check(cudaGetDevice(&d.ordinal), "cudaGetDevice");
+  d.ordinal = ordinal;
   cudaDeviceProp properties{};
   cuda::check(cudaGetDeviceProperties(&properties, d.ordinal), "cudaGetDeviceProperties");
   d.name = properties.name;

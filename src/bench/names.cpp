@@ -47,6 +47,10 @@ std::string_view to_string(variant_kind kind) noexcept {
     case variant_kind::tiny_direct: return "tiny_direct";
     case variant_kind::tiny_replay: return "tiny_replay";
     case variant_kind::dag_build_map: return "dag_build_map";
+    case variant_kind::devices_copies: return "devices_copies";
+    case variant_kind::devices_kernel: return "devices_kernel";
+    case variant_kind::devices_pipeline: return "devices_pipeline";
+    case variant_kind::devices_hand_loop: return "devices_hand_loop";
   }
   return "unknown";
 }

@@ -2,9 +2,11 @@
 // turn on the current device, counting steps for the progress callback.
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <utility>
 
 #include "overlap/bench/driver.hpp"
+#include "overlap/cuda/device_scope.hpp"
 #include "run_clock.hpp"
 #include "timed_rows.hpp"
 #include "workload_bench.hpp"
@@ -78,6 +80,35 @@ void check_config(const bench_config& config) {
     in_range("tiny_kernels", graph.tiny_kernels, 1, 1'000'000);
     in_range("dag_nodes", graph.dag_nodes, 0, 10'000'000);
   }
+  const devices_config& devices = config.devices;
+  if (devices.enabled) {
+    if (devices.devices.empty()) throw invalid_input("devices.devices: empty (expected at least one GPU)");
+    cuda::detail::check_device_list(devices.devices);
+    if (devices.bytes_each_way < sizeof(std::uint32_t) * devices.devices.size() ||
+        devices.bytes_each_way % sizeof(std::uint32_t) != 0) {
+      throw invalid_input(fmt::format(
+          "devices.bytes_each_way: {} is out of range (expected a multiple of 4, at least 4 per GPU)",
+          devices.bytes_each_way));
+    }
+    if (devices.compute_rounds < 2 || devices.compute_rounds > 1'000'000) {
+      throw invalid_input(fmt::format("devices.compute_rounds: {} is out of range (expected 2..1000000)",
+                                      devices.compute_rounds));
+    }
+    if (devices.hand_chunk_bytes.empty() || devices.hand_stream_counts.empty())
+      throw invalid_input("devices.hand_chunk_bytes, hand_stream_counts: empty (expected a sweep)");
+    for (const std::size_t chunk : devices.hand_chunk_bytes) {
+      if (chunk == 0 || chunk % sizeof(std::uint32_t) != 0) {
+        throw invalid_input(fmt::format(
+            "devices.hand_chunk_bytes: {} is out of range (expected a positive multiple of 4)", chunk));
+      }
+    }
+    for (const unsigned streams : devices.hand_stream_counts) {
+      if (streams == 0 || streams > 64)
+        throw invalid_input(
+            fmt::format("devices.hand_stream_counts: {} is out of range (expected 1..64)", streams));
+    }
+    if (devices.sweep_reps == 0) throw invalid_input("devices.sweep_reps: 0 is out of range (expected >= 1)");
+  }
   const link_sweep& link = config.link;
   if (link.sizes.empty()) throw invalid_input("link.sizes: empty (expected at least one copy size)");
   for (const std::size_t size : link.sizes) {
@@ -106,6 +137,8 @@ std::size_t count_steps(const bench_config& config) noexcept {
   if (config.pageable.enabled) steps += 8;
   // Five branch rows and the recorded run, two tiny rows, and the DAG.
   if (config.graph.enabled) steps += 6 + 2 + (config.graph.dag_nodes > 0 ? 1 : 0);
+  // Per job: a sweep per GPU count, then the rows of every count together.
+  if (config.devices.enabled) steps += 2 * (config.devices.devices.size() + 1);
   return steps;
 }
 
@@ -142,6 +175,7 @@ bench_result run_benchmark(const bench_config& config, const progress_callback& 
     result.graph = detail::measure_graph(config, clock, announcer("graph"), result.device.sm_count);
     if (result.graph->timeline) result.graph->timeline->device = result.device.name;
   }
+  if (config.devices.enabled) result.devices = detail::measure_devices(config, clock, announcer("devices"));
   return result;
 }
 

@@ -47,6 +47,10 @@ using announce_row = std::function<void(const std::string&)>;
 [[nodiscard]] pageable_result measure_pageable(const bench_config& config, run_clock& clock,
                                                const announce_row& announce);
 
+/// Several GPUs (devices_bench.cpp): the two jobs over 1..N of config.devices.devices.
+[[nodiscard]] devices_result measure_devices(const bench_config& config, run_clock& clock,
+                                             const announce_row& announce);
+
 /// cuda::Graph (graph_bench.cpp): branches, tiny kernels, the CPU-only DAG;
 /// `sm_count` sizes the branches' kernels.
 [[nodiscard]] graph_result measure_graph(const bench_config& config, run_clock& clock,

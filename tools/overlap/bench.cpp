@@ -26,6 +26,7 @@
 #if OVERLAP_HAS_CUDA
 #include <nlohmann/json.hpp>
 
+#include "bench_devices.hpp"
 #include "bench_graph.hpp"
 #include "bench_report.hpp"
 #include "bench_streams.hpp"
@@ -100,6 +101,8 @@ exactly for y = 2x + 1, within 1e-4 relative + 1e-5 for sin/cos.
 Examples:
   overlap bench                         the full run (about a minute on an H100)
   overlap bench --quick                 64 MiB / 1 Mi floats, 5 reps, a small sweep
+  overlap bench --devices all           the several-GPU section alone: both jobs
+                                        over 1, 2, ... of this host's GPUs
   overlap bench --only graph --timeline graph.json
                                         the Graph rows alone (judged), and the
                                         recorded Graph run as a Chrome trace
@@ -114,6 +117,18 @@ Examples:
                                         measured beside its prediction
   overlap probe -o my-gpu.json && overlap bench --report bench.html --device my-gpu.json
                                         the prediction on this GPU's probed model
+
+Several GPUs (--devices all, a count N, or ordinals 0,2): instead of the
+sections above, uint32 data through x -> a*x + b, once per element
+(transfer-bound, 1 GiB each way in all) and 4096 times (compute-bound), over
+the first 1, 2, ... of the GPUs named. Per GPU count: the default Pipeline
+(pipeline_options::devices), the best hand-written loop of a sweep (one host
+thread per GPU, its even share in chunks of 2..32 MiB depth-first over 2..4
+streams), and the floor measured in the same run: the copies alone, both
+ways at once on every GPU (transfer-bound), or the kernel alone on data
+already on the GPUs (compute-bound). Every row of every GPU count alternates
+run by run; every element of every run is checked exactly. --quick: 256 MiB
+each way, a smaller sweep.
 
 The acceptance verdicts are judged at full size only: a full run reports them
 as PASS/FAIL lines (they do not change the exit code); --quick reports none.
@@ -134,6 +149,7 @@ struct BenchOptions {
   std::string timeline;
   std::string report;
   std::string device = "h100";
+  std::string devices;  // empty: one GPU, the sections above
 };
 
 #if OVERLAP_HAS_CUDA
@@ -164,7 +180,28 @@ using json = nlohmann::ordered_json;
 constexpr std::size_t KiB = 1024;
 constexpr std::size_t MiB = 1024 * KiB;
 
+// The several-GPU section alone (--devices): the single-GPU sections off.
+bench::bench_config devices_config(const BenchOptions& o, bool reps_given, std::vector<int> devices) {
+  bench::bench_config config;
+  config.warmup = 1;
+  config.reps = reps_given ? o.reps : (o.quick ? 5U : 9U);
+  config.feed.enabled = false;
+  config.pageable.enabled = false;
+  config.graph.enabled = false;
+  config.devices.enabled = true;
+  config.devices.devices = std::move(devices);
+  if (o.quick) {
+    config.devices.bytes_each_way = 256 * MiB;
+    config.devices.hand_chunk_bytes = {4 * MiB, 16 * MiB};
+    config.devices.hand_stream_counts = {2, 4};
+    config.devices.sweep_reps = 1;
+  }
+  return config;
+}
+
 bench::bench_config make_config(const BenchOptions& o, bool reps_given) {
+  if (!o.devices.empty())
+    return devices_config(o, reps_given, parse_device_set(o.devices, cuda::device_count()));
   bench::bench_config config;
   config.warmup = 2;
   config.reps = reps_given ? o.reps : (o.quick ? 5U : 15U);
@@ -315,6 +352,7 @@ std::string text_report(const bench::bench_result& r, const Judgement& judgement
   if (r.feed) text += frames_text(*r.feed);
   if (r.pageable) text += pageable_text(*r.pageable);
   if (r.graph) text += graph_text(*r.graph);
+  if (r.devices) text += devices_text(*r.devices);
   return text + verdicts_text(judgement);
 }
 
@@ -449,6 +487,7 @@ std::string json_report(const bench::bench_result& r, const Judgement& judgement
   if (r.feed) out["frames"] = frames_json(*r.feed);
   if (r.pageable) out["pageable"] = pageable_json(*r.pageable);
   if (r.graph) out["graph"] = graph_json(*r.graph);
+  if (r.devices) out["devices"] = devices_json(*r.devices);
   add_verdicts_json(out, judgement);
   out["verified"] = true;  // a wrong element ends the bench with exit 1 and no report
   // Names from input may be any bytes; JSON is UTF-8 (bad bytes become U+FFFD).
@@ -461,6 +500,17 @@ int run_bench(const BenchOptions& o, bool reps_given, Streams io) {
   require_writable_path(o.report, "--report");
   if (o.report == "-")
     throw invalid_input("--report: give a file name (the page is HTML, not for a terminal)");
+  if (!o.devices.empty()) {
+    const char* with = !o.only.empty()       ? "--only"
+                       : !o.report.empty()   ? "--report"
+                       : !o.timeline.empty() ? "--timeline"
+                                             : nullptr;
+    if (with != nullptr) {
+      throw invalid_input(fmt::format(
+          "--devices: measures the several-GPU section alone, which {} does not apply to; drop one of them",
+          with));
+    }
+  }
   const bool pipelines = o.only.empty() || std::ranges::any_of(o.only, [](const std::string& section) {
                            return section == "transfer" || section == "compute";
                          });
@@ -539,6 +589,9 @@ Subcommand add_bench(CLI::App& parent, Streams io) {
       "--report", o->report,
       "Write an HTML page to FILE: each sweep as a chart, and the best transfer-bound run measured "
       "beside the simulator's prediction of it (on the --device model)");
+  app->add_option("--devices", o->devices,
+                  "Measure the several-GPU section alone over these GPUs: all, a count N (the first N), or "
+                  "ordinals (0,2); rows on the first 1, 2, ... of them");
   app->add_option("--device", o->device,
                   "Device model the report's prediction uses: a preset or a model file from `overlap probe`")
       ->capture_default_str();

@@ -9,6 +9,7 @@
 #include <functional>
 #include <utility>
 
+#include "bench_devices.hpp"
 #include "bench_graph.hpp"
 #include "bench_streams.hpp"
 #include "bench_terms.hpp"
@@ -145,6 +146,42 @@ void judge_graph(const bench::graph_result& g, const add_function& add) {
   }
 }
 
+// Issue 37: over every GPU count above one, the default Pipeline against
+// the copies floor and the best hand-written loop (transfer-bound), and its
+// throughput against one GPU's (compute-bound).
+void judge_devices(const bench::devices_result& d, const add_function& add) {
+  for (const bench::devices_workload_result& w : d.workloads) {
+    const double one = devices_row_of(w, variant_kind::devices_pipeline, 1).device_ms.median;
+    for (unsigned gpus = 2; gpus <= max_gpus(w); ++gpus) {
+      const double pipeline = devices_row_of(w, variant_kind::devices_pipeline, gpus).device_ms.median;
+      if (w.kind == workload_kind::transfer_bound) {
+        const double to_copies =
+            ratio(pipeline, devices_row_of(w, variant_kind::devices_copies, gpus).device_ms.median);
+        add(fmt::format("devices_transfer_{}gpu_vs_copies", gpus),
+            fmt::format("transfer-bound default Pipeline on {} GPUs within 1.10x of their copies alone",
+                        gpus),
+            to_copies, 1.10, "x", to_copies <= 1.10);
+        const variant_result& hand = devices_row_of(w, variant_kind::devices_hand_loop, gpus);
+        const double to_hand = ratio(pipeline, hand.device_ms.median);
+        const double limit = within_spread_limit(hand);
+        add(fmt::format("devices_transfer_{}gpu_vs_hand_loop", gpus),
+            fmt::format(
+                "transfer-bound default Pipeline on {} GPUs no slower than the best hand-written loop "
+                "(within its spread)",
+                gpus),
+            to_hand, limit, "x", to_hand <= limit);
+      } else {
+        const double gain = ratio(one, pipeline);
+        const double wanted = 0.95 * gpus;
+        add(fmt::format("devices_compute_{}gpu_throughput", gpus),
+            fmt::format("compute-bound default Pipeline on {} GPUs at least {:.2f}x one GPU's throughput",
+                        gpus, wanted),
+            gain, wanted, "x", gain >= wanted);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Judgement judge(const bench::bench_result& r, bool quick) {
@@ -224,6 +261,7 @@ Judgement judge(const bench::bench_result& r, bool quick) {
   if (r.feed) judge_frames(*r.feed, add);
   if (r.pageable) judge_pageable(*r.pageable, add);
   if (r.graph) judge_graph(*r.graph, add);
+  if (r.devices) judge_devices(*r.devices, add);
   // Every transfer-bound ratio but the host cost is a ratio of link-bound times.
   for (Verdict& v : verdicts) {
     if (!v.name.starts_with("transfer_") || v.unit != "x") continue;

@@ -55,6 +55,8 @@ struct device_info {
 
 /// Describes the current device; throws cuda_error.
 [[nodiscard]] device_info query_device();
+/// Describes GPU `ordinal` (the current device is left as it was); throws cuda_error.
+[[nodiscard]] device_info query_device(int ordinal);
 
 /// The two workloads of docs/hardware.md.
 enum class workload_kind {
@@ -110,12 +112,34 @@ struct graph_config {
   std::size_t dag_nodes = 100'000;  ///< (c) nodes of the random DAG built and mapped on the CPU
 };
 
+/// Several GPUs (issue 37): a job of uint32 elements streamed through
+/// x -> a * x + b iterated `rounds` times, spread over the first 1, 2, ...
+/// of `devices`: transfer-bound (1 round) and compute-bound (compute_rounds).
+/// Each GPU count runs the default Pipeline over those GPUs, the best
+/// hand-written loop of a sweep (one host thread per GPU, its contiguous
+/// share of the data in chunks depth-first over S streams, a device slot
+/// per stream), and a floor measured in the same run: the copies alone
+/// (transfer-bound) or the kernel alone on data already on the GPUs
+/// (compute-bound), every GPU at once. Every element of every run checked.
+struct devices_config {
+  bool enabled = false;                               ///< measure this section
+  std::vector<int> devices;                           ///< CUDA ordinals, in the order they are added
+  std::size_t bytes_each_way = std::size_t{1} << 30;  ///< the whole job's input (and output), over every GPU
+  unsigned compute_rounds = 4096;                     ///< rounds per element of the compute-bound job
+  std::vector<std::size_t> hand_chunk_bytes = {std::size_t{2} << 20, std::size_t{4} << 20,
+                                               std::size_t{8} << 20, std::size_t{16} << 20,
+                                               std::size_t{32} << 20};  ///< hand sweep
+  std::vector<unsigned> hand_stream_counts = {2, 3, 4};                 ///< hand sweep: streams per GPU
+  unsigned sweep_reps = 3;  ///< timed runs per sweep point (their median picks)
+};
+
 /// What run_benchmark measures, and how often.
 struct bench_config {
   std::vector<workload_config> workloads;  ///< measured in this order
   feed_config feed;                        ///< then the frames
   pageable_config pageable;                ///< then the pageable data
   graph_config graph;                      ///< then cuda::Graph
+  devices_config devices;                  ///< then several GPUs (off unless enabled)
   unsigned warmup = 2;                     ///< untimed runs before the timed ones, per variant
   unsigned reps = 15;                      ///< timed runs per variant
   std::uint64_t seed = 20261122;           ///< of the random input data
@@ -165,6 +189,11 @@ enum class variant_kind {
   tiny_replay,  ///< the same Graph captured once, replayed
   // (c): the CPU alone.
   dag_build_map,  ///< a random DAG declared (graph::TaskGraph) and mapped (graph::schedule)
+  // Several GPUs (devices_config): streams is per GPU.
+  devices_copies,     ///< the floor of the transfer-bound job: its copies alone, both ways, every GPU at once
+  devices_kernel,     ///< the floor of the compute-bound job: the kernel alone on data already on the GPUs
+  devices_pipeline,   ///< cuda::Pipeline with default options and pipeline_options::devices
+  devices_hand_loop,  ///< the best hand-written loop of the sweep, one host thread per GPU
 };
 /// "floor_h2d", "sequential", ...: a stable key for JSON.
 [[nodiscard]] std::string_view to_string(variant_kind kind) noexcept;
@@ -326,6 +355,37 @@ struct graph_result {
   std::optional<dag_result> dag;  ///< when dag_nodes > 0
 };
 
+/// One row over several GPUs.
+struct devices_row {
+  unsigned gpus = 1;   ///< how many of devices_config::devices it ran on (the first ones)
+  variant_result row;  ///< devices_copies, devices_kernel, devices_pipeline or devices_hand_loop
+};
+
+/// One point of the hand-written loop's sweep.
+struct hand_sweep_point {
+  unsigned gpus = 1;            ///< GPUs it ran on
+  std::size_t chunk_bytes = 0;  ///< input bytes per chunk
+  unsigned streams = 0;         ///< streams per GPU
+  double median_ms = 0.0;       ///< of devices_config::sweep_reps runs (host clock)
+};
+
+/// One job over 1, 2, ... GPUs.
+struct devices_workload_result {
+  workload_kind kind = workload_kind::transfer_bound;  ///< transfer_bound (1 round) or compute_bound
+  unsigned rounds = 1;                                 ///< x -> a * x + b per element
+  std::size_t elements = 0;                            ///< uint32 in (and out)
+  std::size_t bytes = 0;                               ///< bytes in (the same out)
+  /// Per GPU count, in order: the floor, the default Pipeline, the hand loop's best.
+  std::vector<devices_row> rows;
+  std::vector<hand_sweep_point> sweep;  ///< every point of the hand loop's sweep
+};
+
+/// Several GPUs, measured.
+struct devices_result {
+  std::vector<device_info> devices;                ///< the GPUs, in devices_config's order
+  std::vector<devices_workload_result> workloads;  ///< transfer-bound, then compute-bound
+};
+
 /// Everything run_benchmark measured, and the settings it measured with.
 struct bench_result {
   device_info device;                       ///< where it ran
@@ -336,6 +396,7 @@ struct bench_result {
   std::optional<feed_result> feed;          ///< when bench_config::feed.enabled
   std::optional<pageable_result> pageable;  ///< when bench_config::pageable.enabled
   std::optional<graph_result> graph;        ///< when bench_config::graph.enabled
+  std::optional<devices_result> devices;    ///< when bench_config::devices.enabled
 };
 
 /// A variant wrote a wrong element (or left one unwritten: the NaN poison).

@@ -3,15 +3,20 @@
 //
 //   affine: y = 2x + 1 (transfer-bound: one read, one write per element)
 //   sincos: v = sinf(v) * cosf(v) + v, 100 times (compute-bound)
+//   affine rounds: uint32 x -> a * x + b iterated k times (the several-GPU
+//   jobs of `overlap bench --devices`: k = 1 transfer-bound, thousands
+//   compute-bound; exact, checked against the closed form)
 //
 // Both are grid-stride loops of 256-thread blocks, launched on the given
 // stream; a launch error throws overlap::cuda_error. Each is defined with its
-// workload: src/bench/transfer_bound.cu and src/bench/compute_bound.cu.
+// workload: src/bench/transfer_bound.cu, src/bench/compute_bound.cu and
+// src/bench/affine_rounds.cu.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace overlap::bench {
 
@@ -33,5 +38,29 @@ void launch_sincos(const float* in, float* out, std::size_t n, cudaStream_t stre
 /// The host's sin/cos iteration in float; the device's sinf/cosf differ by
 /// a few ulp, so compare with a tolerance.
 [[nodiscard]] float sincos_reference(float x) noexcept;
+
+/// The affine rounds' multiplier and increment (Knuth's LCG: every round changes every bit).
+inline constexpr std::uint32_t affine_mul = 1664525U;
+inline constexpr std::uint32_t affine_add = 1013904223U;
+
+/// x -> a * x + b (mod 2^32).
+struct affine_map {
+  std::uint32_t a = 1;  ///< multiplier
+  std::uint32_t b = 0;  ///< increment
+  /// The map applied to x.
+  [[nodiscard]] constexpr std::uint32_t operator()(std::uint32_t x) const noexcept { return a * x + b; }
+};
+
+/// The closed form of `rounds` steps of x -> affine_mul * x + affine_add.
+[[nodiscard]] constexpr affine_map affine_rounds(unsigned rounds) noexcept {
+  affine_map f;
+  for (unsigned r = 0; r < rounds; ++r) f = {f.a * affine_mul, f.b * affine_mul + affine_add};
+  return f;
+}
+
+/// out[i] = `rounds` steps of in[i] for i < n, on `stream` (nothing for n =
+/// 0), in one full wave of blocks of the current GPU with a grid-stride loop.
+void launch_affine_rounds(const std::uint32_t* in, std::uint32_t* out, std::size_t n, unsigned rounds,
+                          cudaStream_t stream);
 
 }  // namespace overlap::bench

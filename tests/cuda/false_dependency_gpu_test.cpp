@@ -25,7 +25,9 @@ TEST(ProbeFalseDependency, PairsOnMoreStreamsThanConnectionsWaitBehindEachOther)
         run.issue.c_str(), run.streams, t.connections, run.makespan_ms.median, pair_ms);
     // No run is faster than one pair; on their own connections pairs run side by side.
     EXPECT_GT(run.makespan_ms.median, 0.95 * pair_ms) << run.issue << " " << run.streams;
-    if (run.streams <= t.connections) EXPECT_LT(run.makespan_ms.median, 1.5 * pair_ms) << run.issue;
+    if (run.streams <= t.connections) {
+      EXPECT_LT(run.makespan_ms.median, 1.5 * pair_ms) << run.issue;
+    }
   }
   const double breadth = t.slowdown("breadth", 32);
   const double depth = t.slowdown("depth", 32);

@@ -2,7 +2,7 @@
 // measured alone and together, every ordered pair's peer copies, and a model
 // that validates, round-trips and simulates a program on every GPU. Sanity
 // bounds only: the figures are the host's, recorded in bench/RESULTS.md
-// beside an independent measurement (bench/multi_gpu_copies.cu).
+// beside an independent measurement (bench/multi_gpu_copies.cpp).
 #include <gtest/gtest.h>
 
 #include <set>

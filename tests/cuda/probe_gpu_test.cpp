@@ -38,7 +38,9 @@ TEST(Probe, QuickProbeGivesAModelThatValidatesAndRoundTrips) {
       EXPECT_GT(sweep->points[i].train_ms.median, 0.0);
       EXPECT_LE(sweep->points[i].train_ms.min, sweep->points[i].train_ms.median);
       EXPECT_LE(sweep->points[i].train_ms.median, sweep->points[i].train_ms.max);
-      if (i > 0) EXPECT_GT(sweep->points[i].train_ms.median, 0.5 * sweep->points[i - 1].train_ms.median);
+      if (i > 0) {
+        EXPECT_GT(sweep->points[i].train_ms.median, 0.5 * sweep->points[i - 1].train_ms.median);
+      }
     }
   }
   // The order runs saw every copy finish, in time order, after the release.

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "multi_gpu_affine.cuh"
+#include "multi_gpu_affine.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/feed.hpp"
 
@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
     std::printf("%s (k = %d): 1 GPU %.2f ms (%.1f GB/s both ways), 2 GPUs %.2f ms (%.1f GB/s): %.3fx\n",
                 j.name, j.k, s1.median, gb / (s1.median / 1e3), s2.median, gb / (s2.median / 1e3),
                 s1.median / s2.median);
-    json << ", \"" << j.name << "\": {\"k\": " << j.k << ", \"feed_1gpu_ms\": " << stats_json(s1)
+    json << ", \"" << j.name << R"(": {"k": )" << j.k << ", \"feed_1gpu_ms\": " << stats_json(s1)
          << ", \"feed_2gpu_ms\": " << stats_json(s2)
          << ", \"two_over_one_throughput\": " << s1.median / s2.median << "}";
   }

@@ -35,7 +35,7 @@ using overlap_test::MiB;
 #define SKIP_WITHOUT_GPU() \
   if (overlap::cuda::device_count() == 0) GTEST_SKIP() << "skipped: no CUDA device"
 
-void axpb_stage(std::span<const float> in, std::span<float> out, stream_view s, std::size_t) {
+void axpb_stage(std::span<const float> in, std::span<float> out, stream_view s, std::size_t /*unused*/) {
   launch_axpb(in, out, s);
 }
 
@@ -76,12 +76,13 @@ TEST_P(PipelineStaged, PageableInputAndOutputMatchTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, PipelineStaged,
                          ::testing::Values(staged_case{1'000'003, 1 * MiB, 4}, staged_case{7, 4096, 2},
-                                           staged_case{3 * 262'144 + 5, 256 * 1024, 1},
+                                           staged_case{std::size_t{3} * 262'144 + 5, std::size_t{256} * 1024,
+                                                       1},
                                            staged_case{10'000'019, 4 * MiB, 3}),
-                         [](const ::testing::TestParamInfo<staged_case>& info) {
-                           return std::to_string(info.param.elements) + "_elements_" +
-                                  std::to_string(info.param.chunk_bytes) + "_bytes_x" +
-                                  std::to_string(info.param.streams);
+                         [](const ::testing::TestParamInfo<staged_case>& param_info) {
+                           return std::to_string(param_info.param.elements) + "_elements_" +
+                                  std::to_string(param_info.param.chunk_bytes) + "_bytes_x" +
+                                  std::to_string(param_info.param.streams);
                          });
 
 // No chunking options: a thirtysecond of the input, at least 1 MiB and at
@@ -117,7 +118,7 @@ TEST(PipelineStagedSides, OnePageableSideIsEnoughToStage) {
   overlap_test::fill_random(std::span<float>(pageable_in), 11);
   pinned_buffer<float> pinned_out(n);
   overlap_test::poison(pinned_out.span(), 0xA5);
-  Pipeline<float> pipeline(staged(512 * 1024, 3));
+  Pipeline<float> pipeline(staged(std::size_t{512} * 1024, 3));
   auto report = pipeline.run(pageable_in, pinned_out.span(), axpb_stage);
   EXPECT_EQ(report.host, host_path::staged);
   EXPECT_TRUE(overlap_test::same_bytes<float>(axpb_reference(pageable_in), pinned_out.span()));

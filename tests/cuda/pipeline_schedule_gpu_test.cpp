@@ -78,7 +78,7 @@ TEST(PipelineScheduleGpu, AGivenScheduleMovesEveryElement) {
   EXPECT_EQ(report.chunk_schedule, options.chunk_schedule);
   EXPECT_EQ(report.chunk_bytes, 1000003 * sizeof(float));
   // Three slots, each sized for the largest chunk in and out.
-  EXPECT_GE(report.device_bytes, 3 * 2 * 1000003 * sizeof(float));
+  EXPECT_GE(report.device_bytes, std::size_t{3} * 2 * 1000003 * sizeof(float));
 }
 
 TEST(PipelineScheduleGpu, AScheduleIsCapturedAndReplayed) {

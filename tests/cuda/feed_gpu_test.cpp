@@ -4,11 +4,11 @@
 // k; stop() with items in flight; the run described as a race-free Program.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
-#include <time.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -24,6 +24,7 @@
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/feed.hpp"
 #include "overlap/sim/simulator.hpp"
+#include "test_kernels.hpp"
 
 namespace {
 
@@ -72,7 +73,7 @@ auto producer_of(std::size_t items, std::size_t slot) {
   };
 }
 
-void axpb_stage(std::span<const float> in, std::span<float> out, stream_view s, std::size_t) {
+void axpb_stage(std::span<const float> in, std::span<float> out, stream_view s, std::size_t /*unused*/) {
   overlap_test::launch_axpb(in, out, s);
 }
 
@@ -156,26 +157,10 @@ INSTANTIATE_TEST_SUITE_P(
     Slots, FeedIntegrity,
     ::testing::Combine(::testing::Values(1U, 2U, 3U, 4U, 7U), ::testing::ValuesIn(issue_ways),
                        ::testing::Values(feed_issuing_thread::producer, feed_issuing_thread::dedicated)),
-    [](const auto& info) {
-      return std::to_string(std::get<0>(info.param)) + "_slots_" + std::get<1>(info.param).name +
-             (std::get<2>(info.param) == feed_issuing_thread::producer ? "_on_producer" : "_dedicated");
+    [](const auto& param_info) {
+      return std::to_string(std::get<0>(param_info.param)) + "_slots_" + std::get<1>(param_info.param).name +
+             (std::get<2>(param_info.param) == feed_issuing_thread::producer ? "_on_producer" : "_dedicated");
     });
-
-__device__ std::uint64_t global_ns() {
-  std::uint64_t t = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-// Holds each block for `us` microseconds (the GPU's global timer), then y = 2x + 1.
-__global__ void slow_axpb_kernel(const float* in, float* out, std::size_t n, long long us) {
-  const std::uint64_t until = global_ns() + static_cast<std::uint64_t>(us) * 1000U;
-  while (global_ns() < until) {
-  }
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x)
-    out[i] = 2.0F * in[i] + 1.0F;
-}
 
 // Both ways of waiting, with items far shorter than the polling window and
 // items longer than it (3 ms: the poll gives way to a blocking wait).
@@ -194,7 +179,7 @@ TEST(FeedWait, PollingAndBlockingDeliverEveryItemOnceInOrder) {
       const auto report = feed.run(
           producer_of(items, slot),
           [stage_us](std::span<const float> in, std::span<float> out, stream_view s, std::size_t) {
-            slow_axpb_kernel<<<64, 256, 0, s.get()>>>(in.data(), out.data(), in.size(), stage_us);
+            overlap_test::launch_slow_axpb(in.data(), out.data(), in.size(), stage_us, 64, 256, s);
           },
           [&](std::span<const float> out, std::size_t k) { check(out, k); });
       EXPECT_EQ(report.items, items);
@@ -203,7 +188,9 @@ TEST(FeedWait, PollingAndBlockingDeliverEveryItemOnceInOrder) {
       EXPECT_EQ(check.wrong_size, 0U);
       EXPECT_EQ(check.bad_elements, 0U);
       // Every item took 3 ms on the GPU: the waits outlasted the polling window.
-      if (stage_us > 0) EXPECT_GE(report.wall_ms, 3.0);
+      if (stage_us > 0) {
+        EXPECT_GE(report.wall_ms, 3.0);
+      }
     }
   }
 }
@@ -286,7 +273,7 @@ TEST(FeedGraphs, AStageThatCannotBeCapturedIsAStageErrorThatSaysWhy) {
 TEST(FeedRatio, AFourToOneReductionPerItem) {
   SKIP_WITHOUT_GPU();
   feed_options o;
-  o.slot_elements = 4 * 5003;
+  o.slot_elements = std::size_t{4} * 5003;
   o.ratio = {1, 4};
   Feed<std::uint32_t> feed(o);
   std::size_t bad = 0;

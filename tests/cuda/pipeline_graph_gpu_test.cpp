@@ -23,6 +23,7 @@
 #include "overlap/cuda/graph.hpp"
 #include "overlap/cuda/memory.hpp"
 #include "overlap/cuda/pipeline.hpp"
+#include "test_kernels.hpp"
 
 namespace {
 
@@ -36,13 +37,6 @@ using overlap::cuda::stream_view;
 using overlap_test::axpb_reference;
 using overlap_test::launch_axpb;
 using overlap_test::MiB;
-
-// Sums of 4 consecutive inputs in a fixed order the host repeats (exact for doubles of these sizes).
-__global__ void sum_of_four_kernel(const double* in, double* out, std::size_t outputs) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < outputs;
-       i += std::size_t{gridDim.x} * blockDim.x)
-    out[i] = ((in[4 * i] + in[4 * i + 1]) + in[4 * i + 2]) + in[4 * i + 3];
-}
 
 struct graph_case {
   std::size_t elements;
@@ -111,8 +105,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GraphReplay,
                                            graph_case{100003, 4099, 4, 7},  // slots handed between streams
                                            graph_case{(1 << 20) + 5, 65536, 8, 8},   // eight streams
                                            graph_case{(1 << 20) + 5, 65536, 2, 5}),  // two streams, odd ring
-                         [](const ::testing::TestParamInfo<graph_case>& info) {
-                           const graph_case& c = info.param;
+                         [](const ::testing::TestParamInfo<graph_case>& param_info) {
+                           const graph_case& c = param_info.param;
                            return "n" + std::to_string(c.elements) + "_c" + std::to_string(c.chunk_elements) +
                                   "_s" + std::to_string(c.streams) + "_r" + std::to_string(c.ring_depth);
                          });
@@ -124,14 +118,13 @@ TEST(GraphReplayRatio, AFourToOneReductionReplaysExactly) {
   pinned_buffer<double> output(outputs);
   pipeline_options options;
   options.ratio = {1, 4};
-  options.chunk_bytes = 4 * 1000 * sizeof(double);
+  options.chunk_bytes = std::size_t{4} * 1000 * sizeof(double);
   options.streams = 3U;
   options.ring_depth = 4U;
   pipeline_graph graph = Pipeline<double, double>(options).capture(
       input.span(), output.span(),
       [](std::span<const double> in, std::span<double> out, stream_view s, std::size_t) {
-        sum_of_four_kernel<<<overlap_test::blocks_for(out.size()), overlap_test::threads_per_block, 0,
-                             s.get()>>>(in.data(), out.data(), out.size());
+        overlap_test::launch_sum_of_four_doubles(in.data(), out.data(), out.size(), s);
       });
   for (unsigned replay = 0; replay < 2; ++replay) {
     overlap_test::fill_random(input.span(), 0x4a110U + replay);
@@ -304,7 +297,8 @@ TEST(GraphMemory, TheGraphHoldsItsRingAndGivesItBack) {
         Pipeline<float, float>(options).capture(input.span(), output.span(),
                                                 [](std::span<const float> in, std::span<float> out,
                                                    stream_view s, std::size_t) { launch_axpb(in, out, s); });
-    EXPECT_EQ(graph.captured().device_bytes, 4 * 2 * 2 * MiB);  // 4 slots, in and out, 2 MiB each
+    EXPECT_EQ(graph.captured().device_bytes,
+              std::size_t{4} * 2 * 2 * MiB);  // 4 slots, in and out, 2 MiB each
     (void)graph.replay();
     EXPECT_TRUE(overlap_test::same_bytes<float>(axpb_reference(input.span()), output.span()));
     const long long held = static_cast<long long>(free_before) -

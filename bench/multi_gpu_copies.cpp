@@ -59,7 +59,7 @@ struct Gpu {
     check(cudaStreamCreateWithFlags(&down, cudaStreamNonBlocking), "cudaStreamCreate");
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
-  void teardown() {
+  void teardown() const {
     check(cudaSetDevice(device), "cudaSetDevice");
     check(cudaStreamDestroy(up), "cudaStreamDestroy");
     check(cudaStreamDestroy(down), "cudaStreamDestroy");

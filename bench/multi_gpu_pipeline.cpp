@@ -19,7 +19,7 @@
 // running every row once in turn; medians with min and max. With --model (a
 // file from `overlap probe --all-devices`), the probed floor is the bytes
 // both ways over the host's both-ways rate.
-#include <cuda_runtime_api.h>
+#include <cuda_runtime.h>
 
 #include <algorithm>
 #include <chrono>
@@ -35,7 +35,7 @@
 #include <thread>
 #include <vector>
 
-#include "multi_gpu_affine.cuh"
+#include "multi_gpu_affine.hpp"
 #include "overlap/core/device_model.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/memory.hpp"
@@ -217,6 +217,7 @@ int main(int argc, char** argv) {
           hand_gpu g1(1, s, chunk);
           (void)run_two({&g0, &g1}, input.data(), output.data(), n, chunk, k, true);
           std::vector<double> t;
+          t.reserve(3);
           for (int r = 0; r < 3; ++r)
             t.push_back(run_two({&g0, &g1}, input.data(), output.data(), n, chunk, k, true));
           checked("hand_2gpu sweep");
@@ -264,13 +265,13 @@ int main(int argc, char** argv) {
         }
       }
       std::ostringstream o;
-      o << ", \"" << (transfer ? "transfer_bound" : "compute_bound") << "\": {\"k\": " << k
-        << ", \"hand_best\": {\"chunk_mib\": " << best_chunk * 4 / (1 << 20)
+      o << ", \"" << (transfer ? "transfer_bound" : "compute_bound") << R"(": {"k": )" << k
+        << R"(, "hand_best": {"chunk_mib": )" << best_chunk * 4 / (1 << 20)
         << ", \"streams\": " << best_streams << "}, \"hand_sweep_ms\": {" << sweep.str() << "}";
       std::map<std::string, stats> s;
       for (const auto& [row, t] : rows) {
         s[row] = summarize(t);
-        o << ", \"" << row << "_ms\": {\"median\": " << s[row].median << ", \"min\": " << s[row].min
+        o << ", \"" << row << R"(_ms": {"median": )" << s[row].median << ", \"min\": " << s[row].min
           << ", \"max\": " << s[row].max << "}";
       }
       o << ", \"two_over_one_throughput\": " << s["pipeline_1gpu"].median / s["pipeline_2gpu"].median

@@ -1,8 +1,8 @@
+#include "copy_trains.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
-
-#include "copy_trains.hpp"
 
 namespace overlap::probe::detail {
 
@@ -81,7 +81,7 @@ double copy_bench::device_train_ms(bool memset, std::size_t bytes, unsigned coun
   for (unsigned i = 0; i < count; ++i) {
     const std::size_t offset = offset_of(i, bytes, capacity_);
     if (memset) {
-      check(cudaMemsetAsync(device(1, offset), i & 0xff, bytes, s), "cudaMemsetAsync");
+      check(cudaMemsetAsync(device(1, offset), static_cast<int>(i & 0xffU), bytes, s), "cudaMemsetAsync");
     } else {
       check(cudaMemcpyAsync(device(1, offset), device(0, offset), bytes, cudaMemcpyDeviceToDevice, s),
             "cudaMemcpyAsync D2D");

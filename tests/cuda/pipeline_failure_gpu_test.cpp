@@ -122,9 +122,9 @@ TEST_P(StageThrows, PipelineErrorNamesTheChunkAndEarlierOutputsAreExact) {
 INSTANTIATE_TEST_SUITE_P(AtChunk, StageThrows,
                          ::testing::Values(std::size_t{0}, std::size_t{1}, std::size_t{5}, std::size_t{6},
                                            chunks - 1),
-                         [](const ::testing::TestParamInfo<std::size_t>& info) {
+                         [](const ::testing::TestParamInfo<std::size_t>& param_info) {
                            std::string name("chunk");  // appended: see GCC 12's false -Wrestrict
-                           return name.append(std::to_string(info.param));
+                           return name.append(std::to_string(param_info.param));
                          });
 
 // How a stage can get a kernel launch wrong.
@@ -196,8 +196,8 @@ INSTANTIATE_TEST_SUITE_P(Launches, InvalidLaunch,
                                            launch_case{bad_launch::zero_blocks, true, 0},
                                            launch_case{bad_launch::too_many_threads, false, 7},
                                            launch_case{bad_launch::too_many_threads, true, chunks - 1}),
-                         [](const ::testing::TestParamInfo<launch_case>& info) {
-                           return launch_case_name(info.param);
+                         [](const ::testing::TestParamInfo<launch_case>& param_info) {
+                           return launch_case_name(param_info.param);
                          });
 
 TEST(PipelineFailureRecovery, FreshPipelineWorksAndDeviceMemoryReturnsAfterAFailedOne) {

@@ -52,7 +52,8 @@ TEST(MultiGpuPipeline, EveryElementRightOnEveryGpuAtOddSizes) {
     overlap_test::poison(output.span(), 0xA5);
     pipeline_options options;
     options.devices = devices;
-    options.chunk_bytes = 64 * 1024 * sizeof(float) + 4 * 13;  // odd: a partial last chunk on each GPU
+    options.chunk_bytes = std::size_t{64} * 1024 * sizeof(float) +
+                          std::size_t{4} * 13;  // odd: a partial last chunk on each GPU
     stage_calls calls;
     Pipeline<float> pipeline(options);
     const auto report =
@@ -154,7 +155,7 @@ TEST(MultiGpuPipeline, AFailureOnOneGpuDrainsEveryGpuAndNamesIt) {
   overlap_test::poison(output.span(), 0xA5);
   pipeline_options options;
   options.devices = {0, 1};
-  options.chunk_bytes = 128 * 1024 * sizeof(float);  // 8 chunks a GPU
+  options.chunk_bytes = std::size_t{128} * 1024 * sizeof(float);  // 8 chunks a GPU
   Pipeline<float> pipeline(options);
   const std::size_t failing = 11;  // GPU 1's fourth chunk
   std::atomic<std::size_t> after_failure{0};

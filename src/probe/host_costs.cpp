@@ -1,3 +1,5 @@
+#include "host_costs.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -6,7 +8,6 @@
 #include <vector>
 
 #include "gpu_hold.hpp"
-#include "host_costs.hpp"
 
 namespace overlap::probe::detail {
 
@@ -102,7 +103,7 @@ unsigned measure_concurrent_kernels(unsigned streams) {
   // The most intervals covering one instant: sweep the starts and ends.
   std::vector<std::pair<unsigned long long, int>> edges;
   for (unsigned k = 0; k < streams; ++k) {
-    edges.emplace_back(host[2 * k], +1);
+    edges.emplace_back(host[std::size_t{2} * k], +1);
     edges.emplace_back(host[2 * k + 1], -1);
   }
   std::sort(edges.begin(), edges.end());  // an end (-1) sorts before a start at the same instant

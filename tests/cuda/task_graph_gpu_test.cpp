@@ -26,6 +26,7 @@
 #include "overlap/cuda/stream.hpp"
 #include "overlap/cuda/task_graph.hpp"
 #include "task_graph_test_support.hpp"
+#include "test_kernels.hpp"
 
 namespace {
 
@@ -40,8 +41,13 @@ using overlap::cuda::recording;
 using overlap::cuda::stream_view;
 using overlap::cuda::writes;
 using overlap_test::blocks_for;
+using overlap_test::combine_op;
+using overlap_test::launch_combine;
+using overlap_test::launch_reduce;
+using overlap_test::launch_rows;
+using overlap_test::launch_spin;
+using overlap_test::row_boundary;
 using overlap_test::same_values;
-using overlap_test::threads_per_block;
 
 #define SKIP_WITHOUT_DEVICE() \
   if (overlap::cuda::device_count() == 0) GTEST_SKIP() << "skipped: no CUDA device"
@@ -49,69 +55,15 @@ using overlap_test::threads_per_block;
 // ---- kernels, each with its host reference ----
 
 // out[i] = in[i] * a + b (wrapping).
-__global__ void affine_kernel(const std::uint32_t* in, std::uint32_t* out, std::size_t n, std::uint32_t a,
-                              std::uint32_t b) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x)
-    out[i] = in[i] * a + b;
-}
-
 void launch_affine(const std::uint32_t* in, std::uint32_t* out, std::size_t n, std::uint32_t a,
                    std::uint32_t b, stream_view s) {
-  affine_kernel<<<blocks_for(n), threads_per_block, 0, s.get()>>>(in, out, n, a, b);
+  overlap_test::launch_affine_u32(in, out, n, a, b, blocks_for(n), s);
 }
 
 std::vector<std::uint32_t> affine(const std::uint32_t* in, std::size_t n, std::uint32_t a, std::uint32_t b) {
   std::vector<std::uint32_t> out(n);
   for (std::size_t i = 0; i < n; ++i) out[i] = in[i] * a + b;
   return out;
-}
-
-// out[i] = x[i] * y[i] or x[i] + y[i].
-__global__ void combine_kernel(const std::uint32_t* x, const std::uint32_t* y, std::uint32_t* out,
-                               std::size_t n, bool multiply) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x)
-    out[i] = multiply ? x[i] * y[i] : x[i] + y[i];
-}
-
-// out[0] = sum of x[i] ^ (y[i] * 3) (wrapping: exact in any order), one block.
-__global__ void reduce_kernel(const std::uint32_t* x, const std::uint32_t* y, std::uint32_t* out,
-                              std::size_t n) {
-  __shared__ std::uint32_t partial[256];
-  std::uint32_t sum = 0;
-  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) sum += x[i] ^ (y[i] * 3U);
-  partial[threadIdx.x] = sum;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) out[0] = partial[0];
-}
-
-// Rows [first, last) of a cols-wide matrix: out = in * 2 + 1, plus (when
-// boundary is set) the row above `first` of `out`, which another kernel wrote.
-__global__ void rows_kernel(const std::uint32_t* in, std::uint32_t* out, std::size_t cols, std::size_t first,
-                            std::size_t last, bool boundary) {
-  const std::size_t n = (last - first) * cols;
-  for (std::size_t k = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; k < n;
-       k += std::size_t{gridDim.x} * blockDim.x) {
-    const std::size_t i = first * cols + k;
-    std::uint32_t v = in[i] * 2U + 1U;
-    if (boundary) v += out[(first - 1) * cols + k % cols];
-    out[i] = v;
-  }
-}
-
-// Spins for `ns` nanoseconds of the GPU's global timer, then writes `value`:
-// one small block, so that independent spins run side by side on the SMs.
-__global__ void spin_kernel(std::uint32_t* out, unsigned long long ns, std::uint32_t value) {
-  unsigned long long start = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  unsigned long long now = start;
-  while (now - start < ns) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  if (threadIdx.x == 0) out[0] = value;
 }
 
 std::vector<std::uint32_t> random_values(std::size_t n, std::uint64_t seed) {
@@ -144,7 +96,10 @@ TEST(GraphShapes, BranchesFromOneInputJoinExactly) {
   const overlap::cuda::stream s;
   pinned_buffer<std::uint32_t> h_in(n);
   pinned_buffer<std::uint32_t> h_out(n);
-  device_buffer<std::uint32_t> x(n, s), left(n, s), right(n, s), joined(n, s);
+  device_buffer<std::uint32_t> x(n, s);
+  device_buffer<std::uint32_t> left(n, s);
+  device_buffer<std::uint32_t> right(n, s);
+  device_buffer<std::uint32_t> joined(n, s);
   s.synchronize();
   const std::vector<std::uint32_t> input = random_values(n, 0xb7a0);
   to_pinned(h_in, input);
@@ -164,8 +119,7 @@ TEST(GraphShapes, BranchesFromOneInputJoinExactly) {
            {reads(bx.all()), writes(br.all())});
   g.kernel("join",
            [&](stream_view st) {
-             combine_kernel<<<blocks_for(n), threads_per_block, 0, st.get()>>>(left.data(), right.data(),
-                                                                               joined.data(), n, false);
+             launch_combine(left.data(), right.data(), joined.data(), n, combine_op::add, st);
            },
            {reads(bl.all()), reads(br.all()), writes(bj.all())});
   g.copy("download", ho.all(), bj.all());
@@ -189,36 +143,41 @@ TEST(GraphShapes, IndependentKernelsThenAReductionAreExact) {
   SKIP_WITHOUT_DEVICE();
   constexpr std::size_t n = 65'537;
   const overlap::cuda::stream s;
-  pinned_buffer<std::uint32_t> h_a(n), h_b(n), h_sum(1);
-  device_buffer<std::uint32_t> a(n, s), b(n, s), product(n, s), total(n, s), sum(1, s);
+  pinned_buffer<std::uint32_t> h_a(n);
+  pinned_buffer<std::uint32_t> h_b(n);
+  pinned_buffer<std::uint32_t> h_sum(1);
+  device_buffer<std::uint32_t> a(n, s);
+  device_buffer<std::uint32_t> b(n, s);
+  device_buffer<std::uint32_t> product(n, s);
+  device_buffer<std::uint32_t> total(n, s);
+  device_buffer<std::uint32_t> sum(1, s);
   s.synchronize();
-  const std::vector<std::uint32_t> va = random_values(n, 0xc0a), vb = random_values(n, 0xc0b);
+  const std::vector<std::uint32_t> va = random_values(n, 0xc0a);
+  const std::vector<std::uint32_t> vb = random_values(n, 0xc0b);
   to_pinned(h_a, va);
   to_pinned(h_b, vb);
   h_sum[0] = 0xDEADBEEF;
 
   Graph g;
-  const auto ha = g.buffer("h_a", h_a), hb = g.buffer("h_b", h_b), hs = g.buffer("h_sum", h_sum);
-  const auto ba = g.buffer("a", a), bb = g.buffer("b", b), bp = g.buffer("product", product),
-             bt = g.buffer("total", total), bs = g.buffer("sum", sum);
+  const auto ha = g.buffer("h_a", h_a);
+  const auto hb = g.buffer("h_b", h_b);
+  const auto hs = g.buffer("h_sum", h_sum);
+  const auto ba = g.buffer("a", a);
+  const auto bb = g.buffer("b", b);
+  const auto bp = g.buffer("product", product);
+  const auto bt = g.buffer("total", total);
+  const auto bs = g.buffer("sum", sum);
   g.copy("upload a", ba.all(), ha.all());
   g.copy("upload b", bb.all(), hb.all());
   g.kernel("multiply",
            [&](stream_view st) {
-             combine_kernel<<<blocks_for(n), threads_per_block, 0, st.get()>>>(a.data(), b.data(),
-                                                                               product.data(), n, true);
+             launch_combine(a.data(), b.data(), product.data(), n, combine_op::multiply, st);
            },
            {reads(ba.all()), reads(bb.all()), writes(bp.all())});
   g.kernel("add",
-           [&](stream_view st) {
-             combine_kernel<<<blocks_for(n), threads_per_block, 0, st.get()>>>(a.data(), b.data(),
-                                                                               total.data(), n, false);
-           },
+           [&](stream_view st) { launch_combine(a.data(), b.data(), total.data(), n, combine_op::add, st); },
            {reads(ba.all()), reads(bb.all()), writes(bt.all())});
-  g.kernel("sum",
-           [&](stream_view st) {
-             reduce_kernel<<<1, 256, 0, st.get()>>>(product.data(), total.data(), sum.data(), n);
-           },
+  g.kernel("sum", [&](stream_view st) { launch_reduce(product.data(), total.data(), sum.data(), n, st); },
            {reads(bp.all()), reads(bt.all()), writes(bs.all())});
   g.copy("download", hs.all(), bs.all());
   EXPECT_NE(g.schedule().stream_of[2], g.schedule().stream_of[3]) << "multiply and add share a stream";
@@ -229,7 +188,8 @@ TEST(GraphShapes, IndependentKernelsThenAReductionAreExact) {
   for (std::size_t i = 0; i < n; ++i) expected += (va[i] * vb[i]) ^ ((va[i] + vb[i]) * 3U);
   EXPECT_EQ(h_sum[0], expected);
   // Every element of both intermediate results, too.
-  std::vector<std::uint32_t> p(n), t(n);
+  std::vector<std::uint32_t> p(n);
+  std::vector<std::uint32_t> t(n);
   for (std::size_t i = 0; i < n; ++i) {
     p[i] = va[i] * vb[i];
     t[i] = va[i] + vb[i];
@@ -241,32 +201,34 @@ TEST(GraphShapes, IndependentKernelsThenAReductionAreExact) {
 // Numba's: a matrix in two halves, the second reading the row the first wrote last.
 TEST(GraphShapes, MatrixHalvesWithABoundaryDependencyAreExact) {
   SKIP_WITHOUT_DEVICE();
-  constexpr std::size_t rows = 301, cols = 257, half = rows / 2;
+  constexpr std::size_t rows = 301;
+  constexpr std::size_t cols = 257;
+  constexpr std::size_t half = rows / 2;
   const overlap::cuda::stream s;
-  pinned_buffer<std::uint32_t> h_in(rows * cols), h_out(rows * cols);
-  device_buffer<std::uint32_t> in(rows * cols, s), out(rows * cols, s);
+  pinned_buffer<std::uint32_t> h_in(rows * cols);
+  pinned_buffer<std::uint32_t> h_out(rows * cols);
+  device_buffer<std::uint32_t> in(rows * cols, s);
+  device_buffer<std::uint32_t> out(rows * cols, s);
   s.synchronize();
   const std::vector<std::uint32_t> input = random_values(rows * cols, 0x4a1f);
   to_pinned(h_in, input);
   overlap_test::poison(h_out.span(), 0xA5);
 
   Graph g;
-  const auto hi = g.buffer("h_in", h_in), ho = g.buffer("h_out", h_out);
-  const auto bi = g.buffer("in", in), bo = g.buffer("out", out);
+  const auto hi = g.buffer("h_in", h_in);
+  const auto ho = g.buffer("h_out", h_out);
+  const auto bi = g.buffer("in", in);
+  const auto bo = g.buffer("out", out);
   g.copy("upload top", bi.elements(0, half * cols), hi.elements(0, half * cols));
   g.copy("upload bottom", bi.elements(half * cols, (rows - half) * cols),
          hi.elements(half * cols, (rows - half) * cols));
   g.kernel("top half",
-           [&](stream_view st) {
-             rows_kernel<<<blocks_for(half * cols), threads_per_block, 0, st.get()>>>(in.data(), out.data(),
-                                                                                      cols, 0, half, false);
-           },
+           [&](stream_view st) { launch_rows(in.data(), out.data(), cols, 0, half, row_boundary::none, st); },
            {reads(bi.elements(0, half * cols)), writes(bo.elements(0, half * cols))});
   g.kernel(
       "bottom half",
       [&](stream_view st) {
-        rows_kernel<<<blocks_for((rows - half) * cols), threads_per_block, 0, st.get()>>>(
-            in.data(), out.data(), cols, half, rows, true);
+        launch_rows(in.data(), out.data(), cols, half, rows, row_boundary::add_row_above, st);
       },
       {reads(bi.elements(half * cols, (rows - half) * cols)), reads(bo.elements((half - 1) * cols, cols)),
        writes(bo.elements(half * cols, (rows - half) * cols))});
@@ -297,8 +259,13 @@ TEST(GraphCapture, UpdateTakesReboundBuffersAndNewArguments) {
   SKIP_WITHOUT_DEVICE();
   constexpr std::size_t n = 50'001;
   const overlap::cuda::stream s;
-  pinned_buffer<std::uint32_t> in_a(n), in_b(n), out_a(n), out_b(n);
-  device_buffer<std::uint32_t> x(n, s), x2(n, s), y(n, s);
+  pinned_buffer<std::uint32_t> in_a(n);
+  pinned_buffer<std::uint32_t> in_b(n);
+  pinned_buffer<std::uint32_t> out_a(n);
+  pinned_buffer<std::uint32_t> out_b(n);
+  device_buffer<std::uint32_t> x(n, s);
+  device_buffer<std::uint32_t> x2(n, s);
+  device_buffer<std::uint32_t> y(n, s);
   s.synchronize();
   to_pinned(in_a, random_values(n, 0xca1));
   to_pinned(in_b, random_values(n, 0xca2));
@@ -364,31 +331,32 @@ TEST(GraphCapture, BackToBackLaunchesAndRunsAreOrderedThroughTheStream) {
   SKIP_WITHOUT_DEVICE();
   constexpr std::size_t n = 30'011;
   const overlap::cuda::stream s;
-  device_buffer<std::uint32_t> x(n, s), y(n, s);
+  device_buffer<std::uint32_t> x(n, s);
+  device_buffer<std::uint32_t> y(n, s);
   pinned_buffer<std::uint32_t> h(n);
   s.synchronize();
-  const std::vector<std::uint32_t> x0 = random_values(n, 0xbb1), y0 = random_values(n, 0xbb2);
+  const std::vector<std::uint32_t> x0 = random_values(n, 0xbb1);
+  const std::vector<std::uint32_t> y0 = random_values(n, 0xbb2);
   check(cudaMemcpy(x.data(), x0.data(), n * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
   check(cudaMemcpy(y.data(), y0.data(), n * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
 
   // x's halves scaled on two branches, then y = y * 3 + x, then y downloaded.
   Graph g;
-  const auto bx = g.buffer("x", x), by = g.buffer("y", y), bh = g.buffer("h", h);
+  const auto bx = g.buffer("x", x);
+  const auto by = g.buffer("y", y);
+  const auto bh = g.buffer("h", h);
   constexpr std::size_t first = n / 2;
   g.kernel("x front", [&](stream_view st) { launch_affine(x.data(), x.data(), first, 5, 1, st); },
            {writes(bx.elements(0, first))});
   g.kernel("x back",
            [&](stream_view st) { launch_affine(x.data() + first, x.data() + first, n - first, 5, 1, st); },
            {writes(bx.elements(first, n - first))});
-  g.kernel("y",
-           [&](stream_view st) {
-             combine_kernel<<<blocks_for(n), threads_per_block, 0, st.get()>>>(y.data(), x.data(), y.data(),
-                                                                               n, false);
-           },
+  g.kernel("y", [&](stream_view st) { launch_combine(y.data(), x.data(), y.data(), n, combine_op::add, st); },
            {reads(bx.all()), writes(by.all())});
   g.copy("download", bh.all(), by.all());
 
-  std::vector<std::uint32_t> ex = x0, ey = y0;
+  std::vector<std::uint32_t> ex = x0;
+  std::vector<std::uint32_t> ey = y0;
   const auto step = [&] {
     for (std::size_t i = 0; i < n; ++i) {
       ex[i] = ex[i] * 5U + 1U;
@@ -419,24 +387,29 @@ TEST(GraphRecording, TheTimelineHasOneSpanPerNodeAndIndependentSpinsOverlap) {
   constexpr std::size_t n = 20'001;
   constexpr unsigned long long spin_ns = 2'000'000;  // 2 ms
   const overlap::cuda::stream s;
-  pinned_buffer<std::uint32_t> h_in(n), h_out(n);
-  device_buffer<std::uint32_t> x(n, s), y(n, s), flags(2, s);
+  pinned_buffer<std::uint32_t> h_in(n);
+  pinned_buffer<std::uint32_t> h_out(n);
+  device_buffer<std::uint32_t> x(n, s);
+  device_buffer<std::uint32_t> y(n, s);
+  device_buffer<std::uint32_t> flags(2, s);
   s.synchronize();
   const std::vector<std::uint32_t> input = random_values(n, 0xd1a);
   to_pinned(h_in, input);
   overlap_test::poison(h_out.span(), 0xA5);
 
   Graph g;
-  const auto hi = g.buffer("h_in", h_in), ho = g.buffer("h_out", h_out);
-  const auto bx = g.buffer("x", x), by = g.buffer("y", y), bf = g.buffer("flags", flags);
+  const auto hi = g.buffer("h_in", h_in);
+  const auto ho = g.buffer("h_out", h_out);
+  const auto bx = g.buffer("x", x);
+  const auto by = g.buffer("y", y);
+  const auto bf = g.buffer("flags", flags);
   constexpr overlap::cuda::work_estimate spin{2.0, 1.0 / 132};
   g.copy("upload", bx.all(), hi.all());
   g.kernel(
-      "spin a", [&](stream_view st) { spin_kernel<<<1, 32, 0, st.get()>>>(flags.data(), spin_ns, 0xAAAA); },
+      "spin a", [&](stream_view st) { launch_spin(flags.data(), spin_ns, 0xAAAA, st); },
       {writes(bf.elements(0, 1))}, spin);
   g.kernel(
-      "spin b",
-      [&](stream_view st) { spin_kernel<<<1, 32, 0, st.get()>>>(flags.data() + 1, spin_ns, 0xBBBB); },
+      "spin b", [&](stream_view st) { launch_spin(flags.data() + 1, spin_ns, 0xBBBB, st); },
       {writes(bf.elements(1, 1))}, spin);
   g.kernel("scale", [&](stream_view st) { launch_affine(x.data(), y.data(), n, 9, 4, st); },
            {reads(bx.all()), reads(bf.all()), writes(by.all())});
@@ -481,14 +454,17 @@ TEST(GraphRecording, TheTimelineHasOneSpanPerNodeAndIndependentSpinsOverlap) {
 
 TEST(GraphPriorities, TheCriticalPathRunsOnTheMostUrgentStream) {
   SKIP_WITHOUT_DEVICE();
-  int least = 0, greatest = 0;
+  int least = 0;
+  int greatest = 0;
   check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
   if (greatest == least) GTEST_SKIP() << "this device has one stream priority";
   constexpr std::size_t n = 10'007;
   const overlap::cuda::stream s;
-  device_buffer<std::uint32_t> a(n, s), b(n, s);
+  device_buffer<std::uint32_t> a(n, s);
+  device_buffer<std::uint32_t> b(n, s);
   s.synchronize();
-  const std::vector<std::uint32_t> a0 = random_values(n, 0xf1), b0 = random_values(n, 0xf2);
+  const std::vector<std::uint32_t> a0 = random_values(n, 0xf1);
+  const std::vector<std::uint32_t> b0 = random_values(n, 0xf2);
 
   for (const auto critical :
        {overlap::graph::critical_path::prioritize, overlap::graph::critical_path::ignore}) {
@@ -497,7 +473,8 @@ TEST(GraphPriorities, TheCriticalPathRunsOnTheMostUrgentStream) {
     overlap::cuda::graph_options options;
     options.critical = critical;
     Graph g(options);
-    const auto ba = g.buffer("a", a), bb = g.buffer("b", b);
+    const auto ba = g.buffer("a", a);
+    const auto bb = g.buffer("b", b);
     // A long chain on `a` (three 1 ms estimates) beside one short kernel on `b`.
     for (int k = 0; k < 3; ++k) {
       g.kernel(std::string("long ").append(std::to_string(k)),
@@ -514,7 +491,8 @@ TEST(GraphPriorities, TheCriticalPathRunsOnTheMostUrgentStream) {
     const std::uint32_t long_stream = schedule.stream_of[0];
     const std::uint32_t short_stream = schedule.stream_of[3];
     ASSERT_NE(long_stream, short_stream);
-    int long_priority = 0, short_priority = 0;
+    int long_priority = 0;
+    int short_priority = 0;
     check(cudaStreamGetPriority(streams[long_stream].get(), &long_priority), "cudaStreamGetPriority");
     check(cudaStreamGetPriority(streams[short_stream].get(), &short_priority), "cudaStreamGetPriority");
     if (critical == overlap::graph::critical_path::prioritize) {
@@ -527,7 +505,8 @@ TEST(GraphPriorities, TheCriticalPathRunsOnTheMostUrgentStream) {
       EXPECT_EQ(long_priority, 0);
       EXPECT_EQ(short_priority, 0);
     }
-    std::vector<std::uint32_t> ea = a0, eb = affine(b0.data(), n, 7, 2);
+    std::vector<std::uint32_t> ea = a0;
+    std::vector<std::uint32_t> eb = affine(b0.data(), n, 7, 2);
     for (int k = 0; k < 3; ++k) ea = affine(ea.data(), n, 3, 1);
     EXPECT_TRUE(same_values(ea, of(a)));
     EXPECT_TRUE(same_values(eb, of(b)));
@@ -540,13 +519,16 @@ TEST(GraphPageable, CopiesOfPageableBuffersRunExactly) {
   SKIP_WITHOUT_DEVICE();
   constexpr std::size_t n = 40'009;
   const overlap::cuda::stream s;
-  device_buffer<std::uint32_t> x(n, s), y(n, s);
+  device_buffer<std::uint32_t> x(n, s);
+  device_buffer<std::uint32_t> y(n, s);
   s.synchronize();
-  std::vector<std::uint32_t> in = random_values(n, 0x9a6e), out(n, 0xA5A5A5A5U);
+  std::vector<std::uint32_t> in = random_values(n, 0x9a6e);
+  std::vector<std::uint32_t> out(n, 0xA5A5A5A5U);
   Graph g;
   const auto hi = g.buffer("in", in.data(), n * 4, memory_space::pageable_host);
   const auto ho = g.buffer("out", out.data(), n * 4, memory_space::pageable_host);
-  const auto bx = g.buffer("x", x), by = g.buffer("y", y);
+  const auto bx = g.buffer("x", x);
+  const auto by = g.buffer("y", y);
   g.copy("upload", bx.all(), hi.all());
   g.kernel("scale", [&](stream_view st) { launch_affine(x.data(), y.data(), n, 11, 3, st); },
            {reads(bx.all()), writes(by.all())});
@@ -572,14 +554,15 @@ struct failing_graph {
   Graph g;
 
   failing_graph() {
-    const auto bx = g.buffer("x", x), by = g.buffer("y", y);
+    const auto bx = g.buffer("x", x);
+    const auto by = g.buffer("y", y);
     g.kernel("good", [this](stream_view st) { launch_affine(x.data(), x.data(), n, 3, 1, st); },
              {writes(bx.all())});
     g.kernel("bad",
              [this](stream_view st) {
                if (mode == failure::throw_in_launch) throw std::runtime_error("launch refused");
                const unsigned blocks = mode == failure::bad_configuration ? 0U : blocks_for(n);
-               affine_kernel<<<blocks, threads_per_block, 0, st.get()>>>(y.data(), y.data(), n, 5, 2);
+               overlap_test::launch_affine_u32(y.data(), y.data(), n, 5, 2, blocks, st);
              },
              {writes(by.all())});
     s.synchronize();  // x and y were allocated in stream order on `s`

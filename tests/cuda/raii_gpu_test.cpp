@@ -15,6 +15,7 @@
 #include "overlap/cuda/event.hpp"
 #include "overlap/cuda/memory.hpp"
 #include "overlap/cuda/stream.hpp"
+#include "test_kernels.hpp"
 
 namespace {
 
@@ -36,26 +37,6 @@ static_assert(!std::is_copy_constructible_v<event> && std::is_nothrow_move_const
 static_assert(!std::is_copy_constructible_v<pinned_buffer<float>>);
 static_assert(!std::is_copy_constructible_v<device_buffer<float>>);
 static_assert(!std::is_copy_constructible_v<host_registration>);
-
-// Spins until the host sets *gate (in mapped pinned memory), then writes
-// `value` to *out. Gives up after ~10 s of clock cycles so a broken test
-// fails instead of hanging, leaving -1 behind to say so.
-__global__ void wait_for_gate_then_write(const volatile int* gate, int* out, int value) {
-  const long long give_up = clock64() + 20'000'000'000LL;
-  while (*gate == 0) {
-    if (clock64() > give_up) {
-      *out = -1;
-      return;
-    }
-  }
-  *out = value;
-}
-
-__global__ void fill_kernel(int* out, std::size_t n, int value) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x)
-    out[i] = value;
-}
 
 // A host-written flag the device can read while a kernel runs.
 struct gate {
@@ -106,7 +87,7 @@ TEST(Stream, IsIdleIsFalseWhileWorkIsPendingAndTrueAfter) {
   stream s;
   gate g;
   device_buffer<int> result(1, s);
-  wait_for_gate_then_write<<<1, 1, 0, s.get()>>>(g.device_view, result.data(), 7);
+  overlap_test::launch_wait_for_gate_then_write(g.device_view, result.data(), 7, s);
   check(cudaGetLastError(), "wait_for_gate_then_write launch");
   EXPECT_FALSE(s.view().is_idle());  // the kernel cannot finish before the gate opens
   g.open();
@@ -134,8 +115,7 @@ TEST(Event, ElapsedTimeIsNonNegativeAndMoveConstructionLeavesTheSourceEmpty) {
   event stop(event_timing::enabled);
   device_buffer<int> data(1 << 20, s);
   start.record(s);
-  fill_kernel<<<overlap_test::blocks_for(data.size()), overlap_test::threads_per_block, 0, s.get()>>>(
-      data.data(), data.size(), 3);
+  overlap_test::launch_fill(data.data(), data.size(), 3, s);
   check(cudaGetLastError(), "fill_kernel launch");
   stop.record(s);
   stop.synchronize();
@@ -172,7 +152,7 @@ TEST(Event, WaitOnOrdersAnotherStreamAfterTheRecord) {
   pinned_buffer<int> seen(1);
   seen[0] = 0;
   event produced;
-  wait_for_gate_then_write<<<1, 1, 0, producer.get()>>>(g.device_view, value.data(), 42);
+  overlap_test::launch_wait_for_gate_then_write(g.device_view, value.data(), 42, producer);
   check(cudaGetLastError(), "wait_for_gate_then_write launch");
   produced.record(producer);
   produced.wait_on(consumer);
@@ -229,8 +209,7 @@ TEST(DeviceBuffer, HoldsDeviceMemoryAndMoveLeavesTheSourceEmpty) {
   check(cudaPointerGetAttributes(&attributes, a.data()), "cudaPointerGetAttributes");
   EXPECT_EQ(attributes.type, cudaMemoryTypeDevice);
 
-  fill_kernel<<<overlap_test::blocks_for(a.size()), overlap_test::threads_per_block, 0, s.get()>>>(
-      a.data(), a.size(), 9);
+  overlap_test::launch_fill(a.data(), a.size(), 9, s);
   check(cudaGetLastError(), "fill_kernel launch");
   int* const pointer = a.data();
   device_buffer<int> b(std::move(a));
