@@ -856,6 +856,39 @@ TEST(MultiProcess, EachRankOfAJobIsAuditedAndNamed) {
   EXPECT_EQ(prefixes, (std::set<std::string>{"rank0", "rank1"})) << timeline["streams"].dump();
 }
 
+// The same two ranks launched by Open MPI's mpirun (scripts/mpi-device-run.sh
+// puts one on PATH on the lent machines): each rank is named by
+// OMPI_COMM_WORLD_RANK and runs on the GPU of its local rank; the planted
+// race is found in both, the clean app has no finding.
+TEST(MultiProcess, MpirunRanksAreAuditedAndNamed) {
+  SKIP_WITHOUT_TWO_DEVICES();
+  Scratch dir;
+  std::string mpirun = on_path("mpirun");
+  if (mpirun.empty()) mpirun = on_path("mpirun.openmpi");
+  if (mpirun.empty()) GTEST_SKIP() << "skipped: no mpirun on PATH";
+  for (const std::string& name : {std::string("clean_pipeline"), std::string("race_kernels")}) {
+    SCOPED_TRACE(name);
+    const Audit a = audit({mpirun, "-np", "2", "/bin/sh", "-c",
+                           "CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK exec \"$0\"", app_path(name)},
+                          dir);
+    ASSERT_FALSE(a.run.timed_out) << a.describe();
+    ASSERT_TRUE(a.parsed()) << a.describe();
+    ASSERT_TRUE(a.report.contains("processes")) << a.describe();
+    const json& processes = a.report["processes"];
+    ASSERT_EQ(processes.size(), 2U) << a.describe();
+    for (int rank = 0; rank < 2; ++rank) {
+      const json& p = processes[rank];
+      EXPECT_EQ(p["name"], "rank" + std::to_string(rank)) << a.describe();
+      const std::set<std::string> rules = rules_of(p["report"]);
+      if (name == "clean_pipeline") {
+        EXPECT_TRUE(findings_of(p["report"]).empty()) << text_of(rules) << "\n" << a.describe();
+      } else {
+        EXPECT_TRUE(rules.contains("race")) << text_of(rules) << "\n" << a.describe();
+      }
+    }
+  }
+}
+
 // A DistributedDataParallel job under torchrun (examples/ddp_train.py, NCCL):
 // every rank's all-reduces overlap its backward on NCCL's stream; with the
 // all-reduce made synchronous on the compute stream (--serialize) each rank
