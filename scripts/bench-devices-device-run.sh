@@ -9,6 +9,8 @@
 #                        overlap plan --devices 1..N of each job on it (the
 #                        compute-bound kernel's time: the first call's kernel
 #                        alone on one GPU), against the calls' measured rows
+#                        (PROBE_FIRST=1: the probe first, and the calls given
+#                        it, so they add a Pipeline planned on it)
 #   scripts/bench-devices-device-run.sh [CALLS] [GTEST_FILTER]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,9 +24,16 @@ source scripts/multi-gpu-build.sh
 build_h100 overlap overlap_gpu_tests overlap_gpu_tests_per_thread
 nvidia-smi -L
 overlap=$B/tools/overlap/overlap
+model=()
+if [ "${PROBE_FIRST:-0}" = 1 ]; then
+  step "probe --all-devices, for the Pipeline planned on it"
+  timeout 300 $overlap probe --all-devices -o "$OUT/host.json" >/dev/null 2>&1
+  echo "exit $?"
+  model=(--device "$OUT/host.json")
+fi
 for c in $(seq 1 "$CALLS"); do
   step "overlap bench --devices all, call $c"
-  timeout 240 $overlap bench --devices all --json -o "$OUT/bench-devices-$c.json"
+  timeout 240 $overlap bench --devices all --json -o "$OUT/bench-devices-$c.json" "${model[@]}"
   echo "exit $?"
   python3 - "$OUT/bench-devices-$c.json" <<'PY'
 import json, sys

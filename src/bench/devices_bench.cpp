@@ -117,6 +117,26 @@ class devices_bench {
     };
   }
 
+  // One run of `pipeline` over the whole input, described from its report
+  // (chunking and streams per GPU from the first GPU's part).
+  runner pipeline_runner(cuda::Pipeline<u32>& pipeline, unsigned rounds) {
+    return [this, &pipeline, rounds](const cuda::event&) {
+      const cuda::run_report report = pipeline.run(
+          std::span<const u32>(in_.data(), n_), std::span<u32>(out_.data(), n_),
+          [rounds](std::span<const u32> in, std::span<u32> out, cuda::stream_view s, std::size_t) {
+            launch_affine_rounds(in.data(), out.data(), in.size(), rounds, s.get());
+          });
+      run_info info;
+      info.chunks = report.chunks;
+      info.host_issue_ms = report.host_issue_ms;
+      const cuda::run_report& first = report.parts.empty() ? report : *report.parts.front().report;
+      info.chunk_bytes = first.chunk_bytes;
+      info.streams = first.streams;
+      info.device_bytes = first.device_bytes;
+      return info;
+    };
+  }
+
   [[nodiscard]] std::vector<std::unique_ptr<gpu_slots>> make_slots(unsigned gpus, unsigned streams,
                                                                    std::size_t chunk) {
     std::vector<std::unique_ptr<gpu_slots>> slots;
@@ -139,6 +159,7 @@ class devices_bench {
       std::vector<std::unique_ptr<gpu_slots>> floor_slots;
       std::vector<std::unique_ptr<gpu_resident>> resident;
       std::unique_ptr<cuda::Pipeline<u32>> pipeline;
+      std::unique_ptr<cuda::Pipeline<u32>> planned;  // on devices_config::model, when given
       std::vector<std::unique_ptr<gpu_slots>> hand_slots;
       std::size_t hand_chunk = 0;
       unsigned hand_streams = 0;
@@ -169,6 +190,11 @@ class devices_bench {
       cuda::pipeline_options options;
       options.devices.assign(devices_.devices.begin(), devices_.devices.begin() + gpus);
       c.pipeline = std::make_unique<cuda::Pipeline<u32>>(options);
+      if (devices_.model) {
+        options.chunking = cuda::automatic_chunking::planned;
+        options.model = devices_.model;
+        c.planned = std::make_unique<cuda::Pipeline<u32>>(options);
+      }
       if (kind == workload_kind::transfer_bound) {
         c.floor_slots = make_slots(gpus, floor_streams, floor_chunk_bytes / sizeof(u32));
       } else {
@@ -213,29 +239,17 @@ class devices_bench {
         rows.push_back({variant_kind::devices_kernel, "floor: kernel alone, data on the GPUs",
                         std::move(kernel_alone), std::move(hooks)});
       }
-      cuda::Pipeline<u32>& pipeline = *c.pipeline;
-      runner pipelined = [this, &pipeline, rounds](const cuda::event&) {
-        const cuda::run_report report = pipeline.run(
-            std::span<const u32>(in_.data(), n_), std::span<u32>(out_.data(), n_),
-            [rounds](std::span<const u32> in, std::span<u32> out, cuda::stream_view s, std::size_t) {
-              launch_affine_rounds(in.data(), out.data(), in.size(), rounds, s.get());
-            });
-        run_info info;
-        info.chunks = report.chunks;
-        info.host_issue_ms = report.host_issue_ms;
-        const cuda::run_report& first = report.parts.empty() ? report : *report.parts.front().report;
-        info.chunk_bytes = first.chunk_bytes;
-        info.streams = first.streams;
-        info.device_bytes = first.device_bytes;
-        return info;
-      };
-      rows.push_back({variant_kind::devices_pipeline, "Pipeline, default options", std::move(pipelined),
-                      checked(f, job + ", default Pipeline")});
+      rows.push_back({variant_kind::devices_pipeline, "Pipeline, default options",
+                      pipeline_runner(*c.pipeline, rounds), checked(f, job + ", default Pipeline")});
+      if (c.planned) {
+        rows.push_back({variant_kind::devices_pipeline_planned, "Pipeline, planned on the probed model",
+                        pipeline_runner(*c.planned, rounds),
+                        checked(f, job + ", Pipeline planned on the model")});
+      }
       rows.push_back({variant_kind::devices_hand_loop, "hand-written loop, best of the sweep",
                       hand_runner(c.hand_slots, c.hand_chunk, rounds, gpu_slots::work::copies_and_kernel),
                       checked(f, job + ", hand-written loop")});
-      const std::size_t per_count_rows = 3;
-      for (std::size_t r = 0; r < per_count_rows; ++r) row_gpus.push_back(gpus);
+      row_gpus.resize(rows.size(), gpus);
     }
     std::vector<variant_result> timed = time_rows(clock_, config_.warmup, config_.reps, rows);
     for (std::size_t r = 0; r < timed.size(); ++r) w.rows.push_back({row_gpus[r], std::move(timed[r])});

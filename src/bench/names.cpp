@@ -50,6 +50,7 @@ std::string_view to_string(variant_kind kind) noexcept {
     case variant_kind::devices_copies: return "devices_copies";
     case variant_kind::devices_kernel: return "devices_kernel";
     case variant_kind::devices_pipeline: return "devices_pipeline";
+    case variant_kind::devices_pipeline_planned: return "devices_pipeline_planned";
     case variant_kind::devices_hand_loop: return "devices_hand_loop";
   }
   return "unknown";

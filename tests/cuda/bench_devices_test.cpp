@@ -138,6 +138,26 @@ TEST(BenchDevices, TwoGpusAreJudgedAgainstTheirCopiesTheHandLoopAndOneGpusThroug
   EXPECT_EQ(gain.text, "compute-bound default Pipeline on 2 GPUs at least 1.90x one GPU's throughput");
 }
 
+TEST(BenchDevices, APipelinePlannedOnTheModelIsShownAndJudgedBesideTheDefault) {
+  bench::devices_result d = two_gpus();
+  auto& rows = d.workloads[0].rows;
+  rows.insert(rows.begin() + 5, {2, row(variant_kind::devices_pipeline_planned, 12.25, 16 * MiB, 2)});
+  rows.insert(rows.begin() + 2, {1, row(variant_kind::devices_pipeline_planned, 21.5, 16 * MiB, 2)});
+  EXPECT_NE(
+      devices_text(d).find("1.75x the throughput of one GPU's Pipeline; planned on the model 0.980x the "
+                           "hand-written loop's time"),
+      std::string::npos)
+      << devices_text(d);
+  bench::bench_result r;
+  r.devices = d;
+  const Judgement j = judge(r, false);
+  ASSERT_EQ(j.verdicts.size(), 4U);
+  const Verdict& planned = named(j, "devices_transfer_2gpu_planned_vs_hand_loop");
+  EXPECT_DOUBLE_EQ(planned.value, 12.25 / 12.5);
+  EXPECT_TRUE(planned.pass);
+  EXPECT_EQ(devices_json(d)["workloads"][0]["rows"][2]["kind"], "devices_pipeline_planned");
+}
+
 TEST(BenchDevices, OneGpuIsMeasuredButNotJudged) {
   bench::devices_result d = two_gpus();
   for (auto& w : d.workloads) std::erase_if(w.rows, [](const bench::devices_row& r) { return r.gpus > 1; });

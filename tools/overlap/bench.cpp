@@ -126,7 +126,9 @@ the first 1, 2, ... of the GPUs named. Per GPU count: the default Pipeline
 thread per GPU, its even share in chunks of 2..32 MiB depth-first over 2..4
 streams), and the floor measured in the same run: the copies alone, both
 ways at once on every GPU (transfer-bound), or the kernel alone on data
-already on the GPUs (compute-bound). Every row of every GPU count alternates
+already on the GPUs (compute-bound). With --device host.json (from `overlap
+probe --all-devices`), also a Pipeline planned on that model. Every row of
+every GPU count alternates
 run by run; every element of every run is checked exactly. --quick: 256 MiB
 each way, a smaller sweep.
 
@@ -181,7 +183,8 @@ constexpr std::size_t KiB = 1024;
 constexpr std::size_t MiB = 1024 * KiB;
 
 // The several-GPU section alone (--devices): the single-GPU sections off.
-bench::bench_config devices_config(const BenchOptions& o, bool reps_given, std::vector<int> devices) {
+bench::bench_config devices_config(const BenchOptions& o, bool reps_given, std::vector<int> devices,
+                                   const DeviceModel& model) {
   bench::bench_config config;
   config.warmup = 1;
   config.reps = reps_given ? o.reps : (o.quick ? 5U : 9U);
@@ -190,6 +193,7 @@ bench::bench_config devices_config(const BenchOptions& o, bool reps_given, std::
   config.graph.enabled = false;
   config.devices.enabled = true;
   config.devices.devices = std::move(devices);
+  if (model.host) config.devices.model = model;  // a probe of this host's links: a planned Pipeline too
   if (o.quick) {
     config.devices.bytes_each_way = 256 * MiB;
     config.devices.hand_chunk_bytes = {4 * MiB, 16 * MiB};
@@ -199,9 +203,9 @@ bench::bench_config devices_config(const BenchOptions& o, bool reps_given, std::
   return config;
 }
 
-bench::bench_config make_config(const BenchOptions& o, bool reps_given) {
+bench::bench_config make_config(const BenchOptions& o, bool reps_given, const DeviceModel& model) {
   if (!o.devices.empty())
-    return devices_config(o, reps_given, parse_device_set(o.devices, cuda::device_count()));
+    return devices_config(o, reps_given, parse_device_set(o.devices, cuda::device_count()), model);
   bench::bench_config config;
   config.warmup = 2;
   config.reps = reps_given ? o.reps : (o.quick ? 5U : 15U);
@@ -525,7 +529,7 @@ int run_bench(const BenchOptions& o, bool reps_given, Streams io) {
     io.err << "overlap bench: no CUDA device\n";
     return exit_bad_input;
   }
-  const bench::bench_config config = make_config(o, reps_given);
+  const bench::bench_config config = make_config(o, reps_given, model);
   bench::bench_result result;
   try {
     result =
@@ -593,7 +597,8 @@ Subcommand add_bench(CLI::App& parent, Streams io) {
                   "Measure the several-GPU section alone over these GPUs: all, a count N (the first N), or "
                   "ordinals (0,2); rows on the first 1, 2, ... of them");
   app->add_option("--device", o->device,
-                  "Device model the report's prediction uses: a preset or a model file from `overlap probe`")
+                  "Device model the report's prediction uses: a preset or a model file from `overlap probe`; "
+                  "with --devices, a model from `overlap probe --all-devices` adds a Pipeline planned on it")
       ->capture_default_str();
   return {app, [o, app, io] {
 #if OVERLAP_HAS_CUDA

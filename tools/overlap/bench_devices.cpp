@@ -83,10 +83,16 @@ std::vector<int> parse_device_set(const std::string& text, int visible) {
   return devices;
 }
 
-const variant_result& devices_row_of(const devices_workload_result& w, variant_kind kind, unsigned gpus) {
+const variant_result* find_devices_row(const devices_workload_result& w, variant_kind kind,
+                                       unsigned gpus) noexcept {
   for (const devices_row& r : w.rows) {
-    if (r.gpus == gpus && r.row.kind == kind) return r.row;
+    if (r.gpus == gpus && r.row.kind == kind) return &r.row;
   }
+  return nullptr;
+}
+
+const variant_result& devices_row_of(const devices_workload_result& w, variant_kind kind, unsigned gpus) {
+  if (const variant_result* row = find_devices_row(w, kind, gpus)) return *row;
   throw error(fmt::format("bench: {} has no {} row on {} GPUs", bench::to_string(w.kind),
                           bench::to_string(kind), gpus));
 }
@@ -120,14 +126,19 @@ std::string devices_text(const bench::devices_result& d) {
     }
     for (unsigned gpus = 2; gpus <= max_gpus(w); ++gpus) {
       const double pipeline = devices_row_of(w, variant_kind::devices_pipeline, gpus).device_ms.median;
+      const double hand = devices_row_of(w, variant_kind::devices_hand_loop, gpus).device_ms.median;
+      std::string planned;
+      if (const variant_result* p = find_devices_row(w, variant_kind::devices_pipeline_planned, gpus)) {
+        planned = fmt::format("; planned on the model {:.3f}x the hand-written loop's time",
+                              ratio(p->device_ms.median, hand));
+      }
       text += fmt::format(
           "  on {} GPUs: default Pipeline {:.3f}x the {}, {:.3f}x the best hand-written loop's time; {:.2f}x "
-          "the "
-          "throughput of one GPU's Pipeline\n",
+          "the throughput of one GPU's Pipeline{}\n",
           gpus, ratio(pipeline, devices_row_of(w, floor_kind_of(w), gpus).device_ms.median),
           w.kind == bench::workload_kind::transfer_bound ? "copies floor" : "kernel-alone floor",
-          ratio(pipeline, devices_row_of(w, variant_kind::devices_hand_loop, gpus).device_ms.median),
-          ratio(devices_row_of(w, variant_kind::devices_pipeline, 1).device_ms.median, pipeline));
+          ratio(pipeline, hand),
+          ratio(devices_row_of(w, variant_kind::devices_pipeline, 1).device_ms.median, pipeline), planned);
     }
   }
   text +=

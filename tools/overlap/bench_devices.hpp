@@ -18,6 +18,10 @@ namespace overlap::cli {
 /// there are. Throws invalid_input naming --devices.
 [[nodiscard]] std::vector<int> parse_device_set(const std::string& text, int visible);
 
+/// The row of `kind` on `gpus` GPUs, or nullptr.
+[[nodiscard]] const bench::variant_result* find_devices_row(const bench::devices_workload_result& w,
+                                                            bench::variant_kind kind, unsigned gpus) noexcept;
+
 /// The row of `kind` on `gpus` GPUs; throws overlap::error naming it when it was not measured.
 [[nodiscard]] const bench::variant_result& devices_row_of(const bench::devices_workload_result& w,
                                                           bench::variant_kind kind, unsigned gpus);

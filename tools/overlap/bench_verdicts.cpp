@@ -170,6 +170,16 @@ void judge_devices(const bench::devices_result& d, const add_function& add) {
                 "(within its spread)",
                 gpus),
             to_hand, limit, "x", to_hand <= limit);
+        if (const variant_result* planned =
+                find_devices_row(w, variant_kind::devices_pipeline_planned, gpus)) {
+          const double planned_to_hand = ratio(planned->device_ms.median, hand.device_ms.median);
+          add(fmt::format("devices_transfer_{}gpu_planned_vs_hand_loop", gpus),
+              fmt::format(
+                  "transfer-bound Pipeline planned on the probed model, {} GPUs, no slower than the best "
+                  "hand-written loop (within its spread)",
+                  gpus),
+              planned_to_hand, limit, "x", planned_to_hand <= limit);
+        }
       } else {
         const double gain = ratio(one, pipeline);
         const double wanted = 0.95 * gpus;

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "overlap/bench/link_floor.hpp"
+#include "overlap/core/device_model.hpp"
 #include "overlap/core/error.hpp"
 #include "overlap/core/program.hpp"
 #include "overlap/core/timeline.hpp"
@@ -131,6 +132,10 @@ struct devices_config {
                                                std::size_t{32} << 20};  ///< hand sweep
   std::vector<unsigned> hand_stream_counts = {2, 3, 4};                 ///< hand sweep: streams per GPU
   unsigned sweep_reps = 3;  ///< timed runs per sweep point (their median picks)
+  /// A probed model (`overlap probe --all-devices`): each GPU count also
+  /// runs a Pipeline planned on it (automatic_chunking::planned, the model
+  /// splitting the data by each GPU's link rate).
+  std::optional<DeviceModel> model;
 };
 
 /// What run_benchmark measures, and how often.
@@ -190,10 +195,11 @@ enum class variant_kind {
   // (c): the CPU alone.
   dag_build_map,  ///< a random DAG declared (graph::TaskGraph) and mapped (graph::schedule)
   // Several GPUs (devices_config): streams is per GPU.
-  devices_copies,     ///< the floor of the transfer-bound job: its copies alone, both ways, every GPU at once
-  devices_kernel,     ///< the floor of the compute-bound job: the kernel alone on data already on the GPUs
-  devices_pipeline,   ///< cuda::Pipeline with default options and pipeline_options::devices
-  devices_hand_loop,  ///< the best hand-written loop of the sweep, one host thread per GPU
+  devices_copies,    ///< the floor of the transfer-bound job: its copies alone, both ways, every GPU at once
+  devices_kernel,    ///< the floor of the compute-bound job: the kernel alone on data already on the GPUs
+  devices_pipeline,  ///< cuda::Pipeline with default options and pipeline_options::devices
+  devices_pipeline_planned,  ///< the same planned on devices_config::model (automatic_chunking::planned)
+  devices_hand_loop,         ///< the best hand-written loop of the sweep, one host thread per GPU
 };
 /// "floor_h2d", "sequential", ...: a stable key for JSON.
 [[nodiscard]] std::string_view to_string(variant_kind kind) noexcept;
@@ -375,7 +381,8 @@ struct devices_workload_result {
   unsigned rounds = 1;                                 ///< x -> a * x + b per element
   std::size_t elements = 0;                            ///< uint32 in (and out)
   std::size_t bytes = 0;                               ///< bytes in (the same out)
-  /// Per GPU count, in order: the floor, the default Pipeline, the hand loop's best.
+  /// Per GPU count, in order: the floor, the default Pipeline, the one
+  /// planned on the model (when given), the hand loop's best.
   std::vector<devices_row> rows;
   std::vector<hand_sweep_point> sweep;  ///< every point of the hand loop's sweep
 };
