@@ -174,6 +174,13 @@ TEST(Cli, HtmlReportsOfBadInputExitTwoWithOneLineAndNoFile) {
   }
 }
 
+TEST(Cli, BenchFramesOutOfRangeIsRefusedBeforeMeasuring) {
+  // A run of fewer than two frames has no overlap to measure; the option is
+  // checked while parsing, with or without CUDA.
+  expect_bad_input(run({"bench", "--only", "frames", "--frames", "1"}), "--frames");
+  expect_bad_input(run({"bench", "--frames", "100001"}), "--frames");
+}
+
 TEST(Cli, BadSpecsExitWithCodeTwoAndOneLine) {
   const TempDir dir;
   const std::string pipeline =

@@ -60,12 +60,10 @@ gpu_slots::gpu_slots(int device, unsigned streams, std::size_t slot_elements) : 
 
 gpu_slots::~gpu_slots() {
   // Freed on their own GPU, buffers before the streams they are freed on.
-  int previous = 0;
-  const bool switched = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(device_) == cudaSuccess;
+  const cuda::cleanup_device_scope on(device_);
   in_.clear();
   out_.clear();
   streams_.clear();
-  if (switched) (void)cudaSetDevice(previous);
 }
 
 void gpu_slots::run_chunks(const std::uint32_t* in, std::uint32_t* out, std::size_t n, std::size_t chunk,
@@ -104,11 +102,9 @@ gpu_resident::gpu_resident(int device, const std::uint32_t* in, std::size_t n)
 }
 
 gpu_resident::~gpu_resident() {
-  int previous = 0;
-  const bool switched = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(device_) == cudaSuccess;
+  const cuda::cleanup_device_scope on(device_);
   in_ = {};
   out_ = {};
-  if (switched) (void)cudaSetDevice(previous);
 }
 
 void gpu_resident::run_kernel(unsigned rounds) {

@@ -1,6 +1,8 @@
 // A Feed's run: the producer on the calling thread, the issue of uploads
 // and stages on the same thread or (feed_issuing_thread::dedicated) a
 // thread of its own, the consumer on another, and the slots between them.
+// The consumer's and the issuer's threads are kept between runs, parked
+// (parked_thread.hpp): starting and joining them cost every run 40-50 us.
 //
 // Item k uses slot k mod N. The calling thread waits for item k - N's
 // upload before producing item k into the slot's pinned input. The issuing
@@ -8,13 +10,16 @@
 // issues the upload and the stage. Item k's download goes once the consumer
 // is done with item k - N; whichever thread makes that true (the issuer
 // after the stage, or the consumer after item k - N) issues it, so no copy
-// waits for a second thread to wake up. The consumer thread takes items in
-// order, waits for each one's "ready" event, and calls the consumer. So
-// the producer is never more than N items ahead, nothing spins, and the
-// producer of item k + N - 1 overlaps the consumer of k - 1. A dedicated
-// issuer keeps the host cost of issuing (tens of microseconds an item) off
-// the producer, so a producer slower than the GPU sets the pace alone; it
-// costs one more thread hand-off per item.
+// waits for a second thread to wake up; a consumer already waiting for item
+// k issues it itself, keeping it off a producer that paces the run. The
+// consumer thread takes items in order, waits for each one's "ready" event,
+// and calls the consumer. So the producer is never more than N items ahead,
+// the threads sleep between looks (the last items' waits excepted, which
+// spin briefly so that the run's end is seen at once), and the producer of
+// item k + N - 1 overlaps the consumer of k - 1. A dedicated issuer keeps
+// the host cost of issuing (about 20 us an item by stage) off the producer,
+// so a producer slower than the GPU sets the pace alone; it costs one more
+// thread hand-off per item.
 //
 // By stage (the default), every upload goes on one stream, every stage on
 // a second and every download on a third, with the slot's events between
@@ -30,6 +35,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -50,6 +56,7 @@
 #include "overlap/cuda/graph.hpp"
 #include "overlap/cuda/memory.hpp"
 #include "overlap/cuda/nvtx.hpp"
+#include "parked_thread.hpp"
 
 namespace overlap::cuda::detail {
 
@@ -71,9 +78,19 @@ constexpr auto poll_every = std::chrono::microseconds(20);
 constexpr auto poll_for = std::chrono::milliseconds(2);
 constexpr auto poll_slowly_every = std::chrono::microseconds(200);
 
-cudaError_t wait_for(const event& e, feed_wait how) {
+// With `spin_first` (the run's last items, once the producer is done) it
+// queries without sleeping for up to poll_for first: a sleep's late wake-up
+// there lands on the run's end.
+cudaError_t wait_for(const event& e, feed_wait how, bool spin_first = false) {
   if (how == feed_wait::block) return cudaEventSynchronize(e.get());
   cudaError_t status = cudaEventQuery(e.get());
+  if (spin_first) {
+    const auto spin_until = clock_type::now() + poll_for;
+    while (status == cudaErrorNotReady && clock_type::now() < spin_until) {
+      std::this_thread::yield();
+      status = cudaEventQuery(e.get());
+    }
+  }
   const auto until = clock_type::now() + poll_for;
   while (status == cudaErrorNotReady) {
     std::this_thread::sleep_for(clock_type::now() < until ? poll_every : poll_slowly_every);
@@ -86,6 +103,14 @@ cudaError_t wait_for(const event& e, feed_wait how) {
 // threads sleep in the driver; recording them costs the copies time.
 event_wait events_for(feed_wait how) {
   return how == feed_wait::block ? event_wait::block : event_wait::spin;
+}
+
+// check() for the calls made for every item: the context is formatted
+// only when the call failed, not at every call.
+void check_item(cudaError_t status, std::string_view call, std::string_view what, std::size_t k) {
+  if (status != cudaSuccess) {
+    check(status, call, what.empty() ? fmt::format("item {}", k) : fmt::format("{} of item {}", what, k));
+  }
 }
 
 // Linux rounds a thread's sleeps up by its timer slack (50 us by default),
@@ -148,6 +173,10 @@ struct feed_slot {
 };
 
 struct feed_resources {
+  // The consumer's thread, and the issuer's once a run asks for it: kept
+  // between runs (parked_thread.hpp). Parked threads touch nothing else.
+  std::unique_ptr<parked_thread> consumer = std::make_unique<parked_thread>();
+  std::unique_ptr<parked_thread> issuer;
   std::vector<std::unique_ptr<feed_slot>> slots;
   // By stage: every upload, every stage, every download on its own stream.
   stream up{stream::options{stream_sync::non_blocking, 0}};
@@ -163,6 +192,34 @@ struct item_record {
   std::size_t in_elements = 0;
   std::size_t out_elements = 0;
   clock_type::time_point produced;
+};
+
+/// The run's jobs on the parked threads, waited for before the run's state
+/// goes: by wait(), which rethrows what escaped a job, or on the way out.
+class waits_for_jobs {
+ public:
+  waits_for_jobs(parked_thread* consumer, parked_thread* issuer) : threads_{issuer, consumer} {}
+  ~waits_for_jobs() {
+    for (parked_thread* t : threads_) {
+      if (t == nullptr) continue;
+      try {
+        t->wait();
+      } catch (...) {  // NOLINT(bugprone-empty-catch): leaving already; wait() reported it if it could
+      }
+    }
+  }
+  waits_for_jobs(const waits_for_jobs&) = delete;
+  waits_for_jobs& operator=(const waits_for_jobs&) = delete;
+  waits_for_jobs(waits_for_jobs&&) = delete;
+  waits_for_jobs& operator=(waits_for_jobs&&) = delete;
+  void wait() const {
+    for (parked_thread* t : threads_) {
+      if (t != nullptr) t->wait();
+    }
+  }
+
+ private:
+  std::array<parked_thread*, 2> threads_;
 };
 
 /// What the threads share, under `mutex`.
@@ -196,9 +253,10 @@ class feed_run {
   /// Issues every download that may go, in item order: item k's once its
   /// stage is issued and the consumer is done with item k - n. The thread
   /// that makes one possible (the issuer after a stage, the consumer after
-  /// an item) issues it, so no download waits for another thread to wake;
-  /// one thread at a time, and one busy issuing also takes what others
-  /// made possible meanwhile. Called with `lock` held; returns with it held.
+  /// an item) issues it, so no download waits for another thread to wake,
+  /// except that a consumer already waiting for the item issues its
+  /// download itself (consume()); one thread at a time, and one busy
+  /// issuing also takes what others made possible meanwhile. Called with `lock` held; returns with it held.
   void issue_downloads(std::unique_lock<std::mutex>& lock);
   /// The dedicated issuing thread: items in order as they are produced.
   void issue();
@@ -235,8 +293,18 @@ class feed_run {
   /// long sleep could wake hundreds of microseconds late (bench/RESULTS.md,
   /// issue 12 part 3). Two threads that poll each other this way moved
   /// 4 MiB frames at 0.97x the copy rate, as the Feed now does (part 4).
+  /// `spin_first`: the caller's wait for the run's end, looking without
+  /// sleeping for up to poll_for first, as wait_for() does.
   template <typename Ready>
-  void wait_until(std::unique_lock<std::mutex>& lock, Ready&& ready) {
+  void wait_until(std::unique_lock<std::mutex>& lock, Ready&& ready, bool spin_first = false) {
+    if (spin_first && options_.wait == feed_wait::poll) {
+      const auto until = clock_type::now() + poll_for;
+      while (!ready() && clock_type::now() < until) {
+        lock.unlock();
+        std::this_thread::yield();
+        lock.lock();
+      }
+    }
     if (options_.wait == feed_wait::poll) {
       const auto until = clock_type::now() + poll_for;
       while (!ready() && clock_type::now() < until) {
@@ -281,6 +349,7 @@ class feed_run {
   std::size_t downloading_ = 0;     // items whose download is issued
   std::size_t consumed_ = 0;        // items the consumer has returned from
   bool issuing_downloads_ = false;  // a thread is in issue_downloads()
+  bool consumer_waiting_ = false;   // the consumer waits for the next item's stage
   double download_issue_ms_ = 0.0;  // host time issuing downloads, by whichever thread
   bool producing_done_ = false;     // no item after produced_ will come
   bool issuing_done_ = false;       // no stage after staged_ will come
@@ -387,15 +456,14 @@ void feed_run::enqueue_upload(std::size_t k, const item_record& item, bool exter
     s = res_.up.get();
     // Item k - n's stage must be done reading device_in.
     if (k >= n_) {
-      check(cudaStreamWaitEvent(s, slot.computed.get(), 0), "cudaStreamWaitEvent",
-            fmt::format("before the H2D of item {}", k));
+      check_item(cudaStreamWaitEvent(s, slot.computed.get(), 0), "cudaStreamWaitEvent", "before the H2D", k);
     }
   }
-  check(cudaMemcpyAsync(slot.device_in.data(), slot.host_in.data(),
-                        item.in_elements * layout_.input_element_bytes, cudaMemcpyHostToDevice, s),
-        "cudaMemcpyAsync", fmt::format("H2D of item {}", k));
-  check(cudaEventRecordWithFlags(slot.uploaded.get(), s, external ? cudaEventRecordExternal : 0),
-        "cudaEventRecordWithFlags", fmt::format("after the H2D of item {}", k));
+  check_item(cudaMemcpyAsync(slot.device_in.data(), slot.host_in.data(),
+                             item.in_elements * layout_.input_element_bytes, cudaMemcpyHostToDevice, s),
+             "cudaMemcpyAsync", "H2D", k);
+  check_item(cudaEventRecordWithFlags(slot.uploaded.get(), s, external ? cudaEventRecordExternal : 0),
+             "cudaEventRecordWithFlags", "after the H2D", k);
 }
 
 // Item k's stage on the stages' stream (by stage, then "computed") or its slot's.
@@ -404,22 +472,19 @@ void feed_run::enqueue_stage(std::size_t k, const item_record& item) {
   if (by_stage_) {
     // After the item's upload, and after item k - n's download has read device_out.
     cudaStream_t s = res_.compute.get();
-    check(cudaStreamWaitEvent(s, slot.uploaded.get(), 0), "cudaStreamWaitEvent",
-          fmt::format("before the stage of item {}", k));
+    check_item(cudaStreamWaitEvent(s, slot.uploaded.get(), 0), "cudaStreamWaitEvent", "before the stage", k);
     if (k >= n_) {
-      check(cudaStreamWaitEvent(s, slot.ready.get(), 0), "cudaStreamWaitEvent",
-            fmt::format("before the stage of item {}", k));
+      check_item(cudaStreamWaitEvent(s, slot.ready.get(), 0), "cudaStreamWaitEvent", "before the stage", k);
     }
     stage_(slot.device_in.data(), item.in_elements, slot.device_out.data(), item.out_elements,
            res_.compute.view(), k);
-    check(cudaGetLastError(), "kernel launch in the stage", fmt::format("item {}", k));
-    check(cudaEventRecord(slot.computed.get(), s), "cudaEventRecord",
-          fmt::format("after the stage of item {}", k));
+    check_item(cudaGetLastError(), "kernel launch in the stage", "", k);
+    check_item(cudaEventRecord(slot.computed.get(), s), "cudaEventRecord", "after the stage", k);
     return;
   }
   stage_(slot.device_in.data(), item.in_elements, slot.device_out.data(), item.out_elements, slot.s.view(),
          k);
-  check(cudaGetLastError(), "kernel launch in the stage", fmt::format("item {}", k));
+  check_item(cudaGetLastError(), "kernel launch in the stage", "", k);
 }
 
 // Item k's download on the downloads' stream (by stage) or its slot's, then "ready".
@@ -428,16 +493,15 @@ void feed_run::enqueue_download(std::size_t k, const item_record& item, bool ext
   cudaStream_t s = slot.s.get();
   if (by_stage_) {
     s = res_.down.get();
-    check(cudaStreamWaitEvent(s, slot.computed.get(), 0), "cudaStreamWaitEvent",
-          fmt::format("before the D2H of item {}", k));
+    check_item(cudaStreamWaitEvent(s, slot.computed.get(), 0), "cudaStreamWaitEvent", "before the D2H", k);
   }
   if (item.out_elements > 0) {
-    check(cudaMemcpyAsync(slot.host_out.data(), slot.device_out.data(),
-                          item.out_elements * layout_.output_element_bytes, cudaMemcpyDeviceToHost, s),
-          "cudaMemcpyAsync", fmt::format("D2H of item {}", k));
+    check_item(cudaMemcpyAsync(slot.host_out.data(), slot.device_out.data(),
+                               item.out_elements * layout_.output_element_bytes, cudaMemcpyDeviceToHost, s),
+               "cudaMemcpyAsync", "D2H", k);
   }
-  check(cudaEventRecordWithFlags(slot.ready.get(), s, external ? cudaEventRecordExternal : 0),
-        "cudaEventRecordWithFlags", fmt::format("after the D2H of item {}", k));
+  check_item(cudaEventRecordWithFlags(slot.ready.get(), s, external ? cudaEventRecordExternal : 0),
+             "cudaEventRecordWithFlags", "after the D2H", k);
 }
 
 // Runs `enqueue` inside a capture of stream `s` and returns the graph. A
@@ -475,7 +539,7 @@ void feed_run::enqueue_part(std::size_t k, stream_view s, const char* what, grap
     g = capture(k, s, what, [&] { enqueue(true); });
     captured_for = elements;
   }
-  check(cudaGraphLaunch(g.get(), s.get()), "cudaGraphLaunch", fmt::format("{} of item {}", what, k));
+  check_item(cudaGraphLaunch(g.get(), s.get()), "cudaGraphLaunch", what, k);
 }
 
 bool feed_run::issue_upload_and_stage(std::size_t k, const item_record& item) {
@@ -503,8 +567,7 @@ bool feed_run::issue_upload_and_stage(std::size_t k, const item_record& item) {
         g.upload_elements = item.in_elements;
         part = feed_part::device;
       }
-      check(cudaGraphLaunch(g.upload.get(), slot.s.get()), "cudaGraphLaunch",
-            fmt::format("upload and stage of item {}", k));
+      check_item(cudaGraphLaunch(g.upload.get(), slot.s.get()), "cudaGraphLaunch", "upload and stage", k);
     }
   } catch (...) {
     fail(k, part, std::current_exception(), part == feed_part::device);
@@ -549,7 +612,7 @@ bool feed_run::issue_item(std::size_t k, const item_record& item) {
     std::unique_lock<std::mutex> lock(mutex_);
     staged_items_[k % n_] = item;
     staged_ = k + 1;
-    issue_downloads(lock);
+    if (!consumer_waiting_) issue_downloads(lock);  // else the consumer's thread issues it
   }
   changed_.notify_all();
   return true;
@@ -593,16 +656,31 @@ void feed_run::issue() {
 void feed_run::consume() {
   for (std::size_t j = 0;; ++j) {
     item_record item;
+    bool last_items = false;  // no item comes after those in flight
     {
       // Item j comes once its download is issued; none comes once the
-      // issuer is done and item j's stage was never issued.
+      // issuer is done and item j's stage was never issued. Waiting for
+      // item j's stage, this thread issues the download itself (the issuer
+      // leaves it while consumer_waiting_ is set): when the producer paces
+      // the run, that takes a third of the issuing off the producer's
+      // thread, and the copy waits for the stage on the device anyway.
       std::unique_lock<std::mutex> lock(mutex_);
-      wait_until(lock, [&] { return aborted_ || downloading_ > j || (issuing_done_ && staged_ <= j); });
+      for (;;) {
+        consumer_waiting_ = true;
+        wait_until(lock, [&] {
+          return aborted_ || downloading_ > j || (staged_ > j && !issuing_downloads_) ||
+                 (issuing_done_ && staged_ <= j);
+        });
+        consumer_waiting_ = false;
+        if (aborted_ || downloading_ > j || staged_ <= j) break;
+        issue_downloads(lock);
+      }
       if (aborted_ || downloading_ <= j) return;
       item = downloaded_items_[j % n_];
+      last_items = producing_done_;
     }
     feed_slot& slot = *res_.slots[j % n_];
-    const cudaError_t status = wait_for(slot.ready, options_.wait);
+    const cudaError_t status = wait_for(slot.ready, options_.wait, last_items);
     if (status != cudaSuccess) {
       fail(j, feed_part::device,
            std::make_exception_ptr(cuda_error(status, "cudaEventSynchronize",
@@ -662,8 +740,11 @@ feed_report feed_run::run() {
   check(cudaGetDevice(&device), "cudaGetDevice", "starting a feed");
   {
     const fine_timer_slack slack;
-    std::jthread consumer_thread([this, device] {
-      const fine_timer_slack consumer_slack;
+    if (dedicated_issuer_ && !res_.issuer) res_.issuer = std::make_unique<parked_thread>();
+    // Until both jobs have returned, this run's state must stay: waited for
+    // below, and here too when something on the way throws.
+    const waits_for_jobs jobs{res_.consumer.get(), dedicated_issuer_ ? res_.issuer.get() : nullptr};
+    res_.consumer->start([this, device] {
       // The consumer's thread issues downloads too, on the caller's device;
       // if it cannot, the run is aborted and consume() returns at once.
       guarded(feed_part::device,
@@ -671,10 +752,8 @@ feed_report feed_run::run() {
       guarded(feed_part::consumer, [this] { consume(); });
       mark_done(consuming_done_);
     });
-    std::optional<std::jthread> issuer_thread;
     if (dedicated_issuer_) {
-      issuer_thread.emplace([this, device] {
-        const fine_timer_slack issuer_slack;
+      res_.issuer->start([this, device] {
         guarded(feed_part::device, [this, device] {
           // The current device is per thread: the stage runs on the caller's.
           check(cudaSetDevice(device), "cudaSetDevice", "the feed's issuing thread");
@@ -687,21 +766,22 @@ feed_report feed_run::run() {
     mark_done(producing_done_);
     if (!dedicated_issuer_) mark_done(issuing_done_);
     {
-      // Waited for here, where the caller's thread polls, rather than in
-      // the joins, which sleep until the threads have ended.
       std::unique_lock<std::mutex> lock(mutex_);
-      wait_until(lock, [&] { return consuming_done_ && issuing_done_; });
+      wait_until(
+          lock, [&] { return consuming_done_ && issuing_done_; }, /*spin_first=*/true);
     }
-  }  // joins the issuer, then the consumer: every issued item is consumed, unless aborted
+    jobs.wait();  // every issued item is consumed, unless aborted
+  }
   // Nothing may still be writing into the slots when run() returns or throws.
   cudaError_t drained = cudaSuccess;
-  for (const auto& slot : res_.slots) {
-    const cudaError_t status = cudaStreamSynchronize(slot->s.get());
+  const auto drain = [&drained](const stream& s) {
+    const cudaError_t status = cudaStreamSynchronize(s.get());
     if (drained == cudaSuccess) drained = status;
-  }
-  for (const stream* s : {&res_.up, &res_.compute, &res_.down}) {
-    const cudaError_t status = cudaStreamSynchronize(s->get());
-    if (drained == cudaSuccess) drained = status;
+  };
+  if (by_stage_) {
+    for (const stream* s : {&res_.up, &res_.compute, &res_.down}) drain(*s);
+  } else {
+    for (const auto& slot : res_.slots) drain(slot->s);
   }
   if (error_) rethrow_failure();
   check(drained, "cudaStreamSynchronize", "draining the feed");

@@ -31,10 +31,8 @@ class gpu_bench {
     bench_ = std::make_unique<detail::copy_bench>(capacity);
   }
   ~gpu_bench() {
-    const int previous = current();
-    (void)cudaSetDevice(device_);
+    const cuda::cleanup_device_scope on(device_);
     bench_.reset();
-    (void)cudaSetDevice(previous);
   }
   gpu_bench(const gpu_bench&) = delete;
   gpu_bench& operator=(const gpu_bench&) = delete;
@@ -44,11 +42,6 @@ class gpu_bench {
   detail::copy_bench* operator->() noexcept { return bench_.get(); }
 
  private:
-  static int current() noexcept {
-    int d = 0;
-    (void)cudaGetDevice(&d);
-    return d;
-  }
   int device_;
   std::unique_ptr<detail::copy_bench> bench_;
 };

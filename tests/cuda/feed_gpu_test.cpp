@@ -195,6 +195,42 @@ TEST(FeedWait, PollingAndBlockingDeliverEveryItemOnceInOrder) {
   }
 }
 
+// A producer slower than the GPU: the consumer's thread, kept between runs,
+// waits for each item and issues its download itself (feed_engine.cpp).
+// Every way of issuing and waiting, three runs of one Feed, items exact.
+TEST(FeedSlowProducer, EveryItemArrivesOnceInOrderAndExactOverRuns) {
+  SKIP_WITHOUT_GPU();
+  constexpr std::size_t slot = 4099;
+  constexpr std::size_t items = 40;
+  for (const feed_issue_way& way : issue_ways) {
+    for (const feed_wait wait : {feed_wait::poll, feed_wait::block}) {
+      SCOPED_TRACE(std::string(way.name) + (wait == feed_wait::poll ? ", polling" : ", blocking"));
+      feed_options options = with(slot, 3U);
+      options.issue = way.issue;
+      options.streams = way.streams;
+      options.wait = wait;
+      Feed<float> feed(options);
+      for (int run = 0; run < 3; ++run) {
+        checking_consumer check{slot};
+        const auto produce = producer_of(items, slot);
+        const auto report = feed.run(
+            [&](std::span<float> s, std::size_t k) {
+              std::this_thread::sleep_for(std::chrono::microseconds(300));
+              return produce(s, k);
+            },
+            axpb_stage, [&](std::span<const float> out, std::size_t k) { check(out, k); });
+        EXPECT_EQ(report.items, items);
+        EXPECT_EQ(check.next, items);
+        EXPECT_EQ(check.out_of_order, 0U);
+        EXPECT_EQ(check.wrong_size, 0U);
+        EXPECT_EQ(check.bad_elements, 0U);
+        // The producer set the pace: 40 sleeps of 300 us.
+        EXPECT_GE(report.wall_ms, 0.3 * items);
+      }
+    }
+  }
+}
+
 TEST(FeedGraphs, EachSlotCapturesOncePerItemSizeAndReplaysTheRest) {
   SKIP_WITHOUT_GPU();
   constexpr std::size_t slot = 4099;

@@ -46,7 +46,7 @@ constexpr const char* footer = R"(Workloads (docs/hardware.md):
   compute-bound   4 Mi floats, v = sinf(v) * cosf(v) + v 100 times; the inputs
                   are random in the seed's range [0, 4Mi), where sinf takes
                   its slow argument reduction (small inputs run 9x faster)
-  frames          100 frames of 4 MiB through y = 2x + 1 (the tutorial's
+  frames          100 frames (--frames) of 4 MiB through y = 2x + 1 (the tutorial's
                   ping-pong as written, a hand-tuned loop of the default
                   Feed's slots on one thread and streams by stage, and
                   cuda::Feed with default,
@@ -151,7 +151,8 @@ struct BenchOptions {
   std::string timeline;
   std::string report;
   std::string device = "h100";
-  std::string devices;  // empty: one GPU, the sections above
+  std::string devices;     // empty: one GPU, the sections above
+  std::size_t frames = 0;  // 0: 100 (20 with --quick)
 };
 
 #if OVERLAP_HAS_CUDA
@@ -254,6 +255,7 @@ bench::bench_config make_config(const BenchOptions& o, bool reps_given, const De
     config.graph.tiny_kernels = 300;
     config.graph.dag_nodes = 20'000;
   }
+  if (o.frames != 0) config.feed.frames = o.frames;
   return config;
 }
 
@@ -586,6 +588,9 @@ Subcommand add_bench(CLI::App& parent, Streams io) {
                   "pageable, graph")
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(section_names), std::end(section_names))))
       ->delimiter(',');
+  app->add_option("--frames", o->frames,
+                  "Frames per run in the frames section (default 100, 20 with --quick)")
+      ->check(CLI::Range(std::size_t{2}, std::size_t{100'000}));
   app->add_option("--timeline", o->timeline,
                   "Write the best transfer-bound Pipeline run, recorded, as Chrome trace JSON to FILE (with "
                   "--only graph: the recorded Graph run)");

@@ -32,6 +32,29 @@ class device_scope {
   int previous_ = 0;
 };
 
+/// device_scope for destructors, which must not throw: makes `device`
+/// current when it can and restores the one before; when it cannot, nothing
+/// is switched, and what is freed under it goes where the runtime takes it.
+/// Objects that own buffers or streams of one GPU free them under this, so
+/// that a thread whose current GPU is another frees nothing there.
+class cleanup_device_scope {
+ public:
+  /// Makes `device` current if it can; never throws.
+  explicit cleanup_device_scope(int device) noexcept
+      : switched_(cudaGetDevice(&previous_) == cudaSuccess && cudaSetDevice(device) == cudaSuccess) {}
+  ~cleanup_device_scope() {
+    if (switched_) (void)cudaSetDevice(previous_);
+  }
+  cleanup_device_scope(const cleanup_device_scope&) = delete;
+  cleanup_device_scope& operator=(const cleanup_device_scope&) = delete;
+  cleanup_device_scope(cleanup_device_scope&&) = delete;
+  cleanup_device_scope& operator=(cleanup_device_scope&&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool switched_;
+};
+
 namespace detail {
 
 /// Checks a list of GPUs to spread work over (pipeline_options::devices,

@@ -8,9 +8,9 @@
 // the kernel (on the thread that issues the copies: the producer's, or with
 // feed_issuing_thread::dedicated one of the feed's own, so that issuing
 // does not add to a slow producer), and a consumer receives each finished
-// output, in item order, on a thread of its own, so the
-// producer of item k + N - 1 runs while item k is on the GPU and the
-// consumer of item k - 1 runs. When every slot is in flight the producer
+// output, in item order, on a thread of its own (kept by the Feed between
+// runs, as the dedicated issuer is), so the producer of item k + N - 1 runs
+// while item k is on the GPU and the consumer of item k - 1 runs. When every slot is in flight the producer
 // waits, asleep: the feed never runs more than N items ahead of its
 // consumer. FeedShape (overlap/core/feed_shape.hpp) describes the same
 // issue as a Program, to simulate, check and draw.
@@ -66,7 +66,9 @@ enum class feed_issue : std::uint8_t {
 enum class feed_issuing_thread : std::uint8_t {
   /// The producer's thread, right after each item is produced: the fewest
   /// thread hand-offs, the steadiest when the GPU sets the pace. Issuing
-  /// (tens of microseconds an item) adds to each producer call.
+  /// the upload and stage (about 15-25 us an item) adds to each producer
+  /// call; the download goes from the consumer's thread when that one is
+  /// idle, waiting for the item.
   producer,
   /// A thread of the feed's own: the producer only produces, so a producer
   /// slower than the GPU sets the pace alone. One more hand-off per item.
