@@ -821,6 +821,20 @@ INSTANTIATE_TEST_SUITE_P(
 
 // --- multi-process jobs: one process per GPU, each named by its rank ------------------------------
 
+// The audit of a two-rank job ran to its end and reports a process per
+// rank, named after it: the jobs of every launcher below (a shell, mpirun,
+// torchrun).
+void expect_two_named_ranks(const Audit& a) {
+  ASSERT_FALSE(a.run.timed_out) << a.describe();
+  ASSERT_TRUE(a.parsed()) << a.describe();
+  ASSERT_TRUE(a.report.contains("processes")) << a.describe();
+  const json& processes = a.report["processes"];
+  ASSERT_EQ(processes.size(), 2U) << a.describe();
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(processes[rank]["name"], "rank" + std::to_string(rank)) << a.describe();
+  }
+}
+
 TEST(MultiProcess, EachRankOfAJobIsAuditedAndNamed) {
   SKIP_WITHOUT_TWO_DEVICES();
   Scratch dir;
@@ -828,14 +842,9 @@ TEST(MultiProcess, EachRankOfAJobIsAuditedAndNamed) {
   const std::string job =
       "RANK=0 CUDA_VISIBLE_DEVICES=0 " + app + " & RANK=1 CUDA_VISIBLE_DEVICES=1 " + app + " & wait";
   const Audit a = audit({"/bin/sh", "-c", job}, dir);
-  ASSERT_FALSE(a.run.timed_out) << a.describe();
-  ASSERT_TRUE(a.parsed()) << a.describe();
-  ASSERT_TRUE(a.report.contains("processes")) << a.describe();
-  const json& processes = a.report["processes"];
-  ASSERT_EQ(processes.size(), 2U) << a.describe();
+  ASSERT_NO_FATAL_FAILURE(expect_two_named_ranks(a));
   for (int rank = 0; rank < 2; ++rank) {
-    const json& p = processes[rank];
-    EXPECT_EQ(p["name"], "rank" + std::to_string(rank)) << a.describe();
+    const json& p = a.report["processes"][rank];
     EXPECT_EQ(p["rank"], rank);
     EXPECT_GT(p["report"]["trace"]["ops"].get<int>(), 0) << a.describe();
     EXPECT_TRUE(findings_of(p["report"]).empty()) << text_of(rules_of(p["report"])) << "\n" << a.describe();
@@ -871,14 +880,9 @@ TEST(MultiProcess, MpirunRanksAreAuditedAndNamed) {
     const Audit a = audit({mpirun, "-np", "2", "/bin/sh", "-c",
                            "CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK exec \"$0\"", app_path(name)},
                           dir);
-    ASSERT_FALSE(a.run.timed_out) << a.describe();
-    ASSERT_TRUE(a.parsed()) << a.describe();
-    ASSERT_TRUE(a.report.contains("processes")) << a.describe();
-    const json& processes = a.report["processes"];
-    ASSERT_EQ(processes.size(), 2U) << a.describe();
+    ASSERT_NO_FATAL_FAILURE(expect_two_named_ranks(a));
     for (int rank = 0; rank < 2; ++rank) {
-      const json& p = processes[rank];
-      EXPECT_EQ(p["name"], "rank" + std::to_string(rank)) << a.describe();
+      const json& p = a.report["processes"][rank];
       const std::set<std::string> rules = rules_of(p["report"]);
       if (name == "clean_pipeline") {
         EXPECT_TRUE(findings_of(p["report"]).empty()) << text_of(rules) << "\n" << a.describe();
@@ -918,12 +922,9 @@ TEST(MultiProcess, TorchrunDdpCommunicationPerRank) {
                                         "4"};
     if (serialized) command.emplace_back("--serialize");
     const Audit a = audit(command, dir, {"--fail-on", "error"});
-    ASSERT_FALSE(a.run.timed_out) << a.describe();
-    ASSERT_TRUE(a.parsed()) << a.describe();
-    ASSERT_EQ(a.report["processes"].size(), 2U) << a.describe();
+    ASSERT_NO_FATAL_FAILURE(expect_two_named_ranks(a));
     for (int rank = 0; rank < 2; ++rank) {
       const json& r = a.report["processes"][rank]["report"];
-      EXPECT_EQ(a.report["processes"][rank]["name"], "rank" + std::to_string(rank));
       ASSERT_TRUE(r["communication"].is_object()) << a.describe();
       EXPECT_GT(r["communication"]["communication_kernels"].get<int>(), 0);
       const double overlap = r["communication"]["overlap_fraction"];
