@@ -1,11 +1,12 @@
 // parked_thread: one thread kept between a Feed's runs, parked while idle.
 //
-// A Feed run used to start its consumer thread and join it at the end: on
-// the lent H200 the start, the thread's exit (the CUDA runtime's per-thread
-// cleanup included) and the join cost 40-50 us of every run, half of what
-// the Feed lost to a hand-written one-thread loop over 100 frames of 4 MiB
-// (bench/RESULTS.md, issue 38 part 4). A parked thread takes a run's job
-// in a few microseconds and is joined once, with the Feed.
+// A Feed run used to start its consumer thread and join it at the end. On
+// the lent H200 a run lost a fixed ~90 us to a hand-written one-thread loop
+// (bench/RESULTS.md, issue 38 part 4): about 30 us of it the thread's start
+// (measured by starting it after the first item instead), the rest its exit
+// (the CUDA runtime's per-thread cleanup included), the join and the sleeps
+// at the end. A parked thread takes a run's job in a few microseconds and is
+// joined once, with the Feed.
 #pragma once
 
 #include <atomic>
