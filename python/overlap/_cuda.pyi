@@ -38,7 +38,7 @@ class PipelineGraph:
 class Pipeline:
     """The C++ Pipeline over host arrays of any dtype."""
 
-    def __init__(self, *, chunk_bytes: int | None = None, chunk_schedule: Sequence[int] = [], streams: int | None = None, ring_depth: int | None = None, device_budget_bytes: int | None = None, chunking: str = 'fixed', calibrate: bool = False, pageable: str = 'reject', record: bool = False, ratio_out: int = 1, ratio_in: int = 1, devices: Sequence[int] = []) -> None: ...
+    def __init__(self, *, chunk_bytes: int | None = None, chunk_schedule: Sequence[int] = [], streams: int | None = None, ring_depth: int | None = None, device_budget_bytes: int | None = None, chunking: str = 'fixed', calibrate: bool = False, pageable: str = 'reject', record: bool = False, ratio_out: int = 1, ratio_in: int = 1, devices: Sequence[int] = [], adapt: str = 'first_run') -> None: ...
 
     def run(self, host_in: Annotated[NDArray, dict(order='C', device='cpu', writable=False)], host_out: Annotated[NDArray, dict(order='C', device='cpu')], adapter: Callable) -> dict:
         """

@@ -219,6 +219,9 @@ class RunReport:
         device_bytes: device memory the ring holds.
         host_issue_ms: host time spent issuing the run (the stage calls included).
         host: how the host arrays were reached: 'pinned', 'registered' or 'staged'.
+        bound: what bounded the first run of this size, once measured: 'copies',
+            'balanced' or 'stage' (the automatic layout then adapts to it from
+            the second run on); None when the layout does not adapt.
         parts: over several GPUs, one dict per GPU that had input: its
             'device', 'first_chunk', 'first_element' and 'chunks'; empty on one GPU.
     """
@@ -232,6 +235,7 @@ class RunReport:
         self.device_bytes: int = fields["device_bytes"]
         self.host_issue_ms: float = fields["host_issue_ms"]
         self.host: str = fields["host"]
+        self.bound: Optional[str] = fields.get("bound")
         self.parts: List[Dict[str, int]] = [dict(part) for part in fields.get("parts", [])]
         timeline_json = fields.get("timeline_json")
         self._timeline_json: Optional[str] = timeline_json
@@ -249,7 +253,8 @@ class RunReport:
     def __repr__(self) -> str:
         return (
             f"RunReport(chunks={self.chunks}, chunk_bytes={self.chunk_bytes}, streams={self.streams}, "
-            f"ring_depth={self.ring_depth}, host={self.host!r}, host_issue_ms={self.host_issue_ms:.3f})"
+            f"ring_depth={self.ring_depth}, host={self.host!r}, bound={self.bound!r}, "
+            f"host_issue_ms={self.host_issue_ms:.3f})"
         )
 
 
@@ -342,6 +347,11 @@ class Pipeline:
             streams, ring and host thread; the stage is called on the GPU of
             its chunk (the current device there, so CuPy and torch launch on
             it). None: the current GPU alone.
+        adapt: 'first_run' (the default): when no layout option is given, the
+            first run of each input size is timed and later runs take the
+            layout that serves what bounded it (RunReport.bound): one kernel
+            stream when the copies did, a ramp of chunks over five kernel
+            streams when the stage did. 'off' keeps the first layout.
     """
 
     def __init__(
@@ -358,6 +368,7 @@ class Pipeline:
         record: bool = False,
         output_ratio: Tuple[int, int] = (1, 1),
         devices: Union[Sequence[int], str, None] = None,
+        adapt: str = "first_run",
     ) -> None:
         if pageable not in _PAGEABLE:
             raise ValueError(f"pageable: {pageable!r} is not one of {', '.join(map(repr, _PAGEABLE))}")
@@ -380,6 +391,7 @@ class Pipeline:
             record=record,
             ratio_out=output_ratio[0],
             ratio_in=output_ratio[1],
+            adapt=adapt,
         )
         self._streams: Dict[int, Stream] = {}
         # One DeviceArray per ring slot, chunk size and dtype: the same

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.skipif(not cuda_layer_built(), reason="overlap built wi
         ({"device_budget_bytes": True}, "device_budget_bytes"),
         ({"pageable": "sometimes"}, "pageable"),
         ({"chunking": "magic"}, "chunking"),
+        ({"adapt": "always"}, "adapt"),
         ({"output_ratio": (1, 0)}, "output_ratio"),
         ({"devices": "some"}, "devices"),
         ({"devices": []}, "devices"),

@@ -1,9 +1,10 @@
 // cuda::Pipeline over the workload: default options, planned and calibrated
 // automatic chunking, then every chunk size x stream count of the sweep
 // (chunks round-robin over the streams), then every chunk size with streams
-// by stage (the default's assignment); the fastest of the default and the
-// sweep by median is the best configuration (the one the bench replays
-// recorded, as a graph and as a bare loop).
+// by stage (the default's first layout: three kernel streams) and by stage
+// with one kernel stream (the layout a copy-bound default adapts to); the
+// fastest of the default and the sweep by median is the best configuration
+// (the one the bench replays recorded, as a graph and as a bare loop).
 #include <limits>
 #include <utility>
 
@@ -19,6 +20,10 @@ std::string pipeline_name(std::size_t chunk_bytes, unsigned streams) {
 
 std::string per_stage_name(std::size_t chunk_bytes) {
   return "pipeline chunk " + format_bytes(chunk_bytes) + ", streams by stage";
+}
+
+std::string one_kernel_stream_name(std::size_t chunk_bytes) {
+  return per_stage_name(chunk_bytes) + ", 1 kernel stream";
 }
 
 }  // namespace
@@ -67,6 +72,14 @@ void workload_bench::measure_pipelines(workload_result& result) {
     options.chunk_bytes = chunk;
     options.assignment = cuda::stream_assignment::per_stage;
     result.variants.push_back(measure_pipeline(variant_kind::pipeline, per_stage_name(chunk), options));
+  }
+  for (const std::size_t chunk : workload_.chunk_bytes) {
+    cuda::pipeline_options options;
+    options.chunk_bytes = chunk;
+    options.assignment = cuda::stream_assignment::per_stage;
+    options.streams = 3;  // an upload, one kernel and a download stream
+    result.variants.push_back(
+        measure_pipeline(variant_kind::pipeline, one_kernel_stream_name(chunk), options));
   }
   double best = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < result.variants.size(); ++i) {

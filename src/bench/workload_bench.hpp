@@ -87,8 +87,9 @@ class workload_bench {
     cuda::event uploaded{cuda::event_timing::disabled};
     cuda::event computed{cuda::event_timing::disabled};
   };
-  run_info chunk_loop(std::vector<cuda::stream>& streams, std::size_t chunk_bytes, bool per_stage,
-                      hand_over_events& hand_over);
+  /// Input bytes of each chunk, in order (a uniform chunking, or a schedule).
+  run_info chunk_loop(std::vector<cuda::stream>& streams, const std::vector<std::size_t>& chunk_bytes,
+                      bool per_stage, hand_over_events& hand_over);
   void measure_best_again(workload_result& result);
 
   const workload_config& workload_;

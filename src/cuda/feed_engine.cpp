@@ -746,6 +746,7 @@ feed_report feed_run::run() {
     // below, and here too when something on the way throws.
     const waits_for_jobs jobs{res_.consumer.get(), dedicated_issuer_ ? res_.issuer.get() : nullptr};
     res_.consumer->start([this, device] {
+      const fine_timer_slack consumer_slack;  // its sleeps too are a few microseconds
       // The consumer's thread issues downloads too, on the caller's device;
       // if it cannot, the run is aborted and consume() returns at once.
       guarded(feed_part::device,
@@ -755,6 +756,7 @@ feed_report feed_run::run() {
     });
     if (dedicated_issuer_) {
       res_.issuer->start([this, device] {
+        const fine_timer_slack issuer_slack;
         guarded(feed_part::device, [this, device] {
           // The current device is per thread: the stage runs on the caller's.
           check(cudaSetDevice(device), "cudaSetDevice", "the feed's issuing thread");

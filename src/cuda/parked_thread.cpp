@@ -3,10 +3,6 @@
 #include <chrono>
 #include <utility>
 
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
-
 namespace overlap::cuda::detail {
 
 parked_thread::parked_thread() : thread_([this] { loop(); }) {}
@@ -41,11 +37,6 @@ void parked_thread::wait(std::chrono::microseconds spin_for) {
 }
 
 void parked_thread::loop() {
-#ifdef __linux__
-  // The feed's threads sleep in steps of a few microseconds (feed_engine.cpp):
-  // Linux would round each up by the default 50 us timer slack.
-  (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
-#endif
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     changed_.wait(lock, [this] { return has_job_ || quit_; });

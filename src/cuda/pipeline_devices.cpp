@@ -253,8 +253,11 @@ run_report pipeline_engine::run_on_devices(const erased_run& r, const pipeline_o
   joined.device_bytes = 0;
   joined.host_issue_ms = 0.0;
   joined.host = path;
+  // The parts' bound when they all learned the same one.
+  joined.bound = reports.front().bound;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     run_report& part_report = reports[i];
+    if (part_report.bound != joined.bound) joined.bound.reset();
     const JoinedIds& ids = joined_ids_[i];
     if (record && part_report.timeline) {
       // Each part's times count from its own first event; its thread's start

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "measured_timeline.hpp"
+#include "overlap/core/metrics.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/pipeline.hpp"
 #include "pipeline_issue.hpp"
@@ -32,6 +33,23 @@ pipeline_engine::pipeline_engine() = default;
 pipeline_engine::~pipeline_engine() = default;
 pipeline_engine::pipeline_engine(pipeline_engine&&) noexcept = default;
 pipeline_engine& pipeline_engine::operator=(pipeline_engine&&) noexcept = default;
+
+namespace {
+
+// The stage's busy time against each copy direction's, on the run's GPU.
+run_bound measured_bound(const Timeline& timeline) {
+  double stage = 0.0;
+  double h2d = 0.0;
+  double d2h = 0.0;
+  for (const EngineUsage& e : compute_metrics(timeline).engines) {
+    if (e.unit == engine::compute) stage = e.busy;
+    if (e.unit == engine::h2d_copy || e.unit == engine::copy) h2d = e.busy;
+    if (e.unit == engine::d2h_copy || e.unit == engine::copy) d2h = e.busy;
+  }
+  return bound_of(stage, h2d, d2h);
+}
+
+}  // namespace
 
 run_report pipeline_engine::run(const erased_run& r, const pipeline_options& options,
                                 const erased_stage& stage) {
@@ -60,7 +78,9 @@ run_report pipeline_engine::run_here(const erased_run& r, const pipeline_options
 
   res.prepare(p, settled.report.program, p.chunk_input_elements * r.input_element_bytes,
               p.chunk_output_elements * r.output_element_bytes);
-  const bool record = options.record == recording::on;
+  // A run that learns its bound is timed like a recorded one (once per size).
+  const bool learns = settled.learns_bound;
+  const bool record = options.record == recording::on || learns;
   // t0, then a start and an end event for each of a chunk's 3 ops.
   if (record) res.reserve_timing(1 + std::size_t{6} * p.chunks);
 
@@ -91,6 +111,11 @@ run_report pipeline_engine::run_here(const erased_run& r, const pipeline_options
     check(cudaGetLastError(), "cudaGetLastError", "draining the pipeline");
   }
   if (record) report.timeline = measured_timeline(report.program, res.timing);
+  if (learns) {
+    report.bound = measured_bound(*report.timeline);
+    if (options.record != recording::on) report.timeline.reset();
+    res.adapt(r, options, stage, *report.bound);  // `settled` is replaced: not used below
+  }
   return report;
 }
 

@@ -180,9 +180,28 @@ const settled_run& pipeline_resources::settle(const erased_run& r, const pipelin
   }
   settled.reset();  // a run that fails to settle leaves nothing to reuse
   settled = settle_run(r, options, stage, registrations, calibration, path);
+  settled->learns_bound = r.input_elements > 0 && adapts_layout(options, settled->p, path);
   settled_sizes = {nullptr, r.input_elements,  r.input_element_bytes,
                    nullptr, r.output_elements, r.output_element_bytes};
   return *settled;
+}
+
+void pipeline_resources::adapt(const erased_run& r, const pipeline_options& options,
+                               const erased_stage& stage, run_bound bound) {
+  if (!settled) return;
+  if (bound == run_bound::balanced) {
+    settled->learns_bound = false;
+    settled->report.bound = bound;
+    return;
+  }
+  const pipeline_options next =
+      adapted_options(options, bound, settled->p, r.input_elements, r.input_element_bytes);
+  // Pinned data (adapts_layout): nothing is registered, the path stays pinned.
+  std::vector<host_registration> none;
+  host_path path = host_path::pinned;
+  settled_run s = settle_run(r, next, stage, none, calibration, path);
+  s.report.bound = bound;
+  settled = std::move(s);
 }
 
 void pipeline_resources::reserve_timing(std::size_t count) {

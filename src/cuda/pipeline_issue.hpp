@@ -41,6 +41,9 @@ struct settled_run {
   plan p;
   PipelineShape shape;
   run_report report;
+  /// The next run is timed to learn the run's bound, and the layout then
+  /// changes (layout_adaptation::from_first_run).
+  bool learns_bound = false;
 };
 
 /// Everything before a run's first op, shared by run() and capture():
@@ -87,6 +90,11 @@ struct pipeline_resources {
   /// run (measured: 48 us at 16 chunks, 176 us at 64).
   const settled_run& settle(const erased_run& r, const pipeline_options& options, const erased_stage& stage,
                             std::vector<host_registration>& registrations, host_path& path);
+  /// After a first run that learned its bound: the settled run of the
+  /// layout that serves `bound` (adapted_options), kept for the later runs
+  /// of the same sizes. The first run's own report is not touched.
+  void adapt(const erased_run& r, const pipeline_options& options, const erased_stage& stage,
+             run_bound bound);
   /// The feed and host copiers of staged runs, made by the first one.
   std::unique_ptr<staging_resources> staging;
 

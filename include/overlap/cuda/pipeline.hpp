@@ -153,6 +153,34 @@ enum class stage_calibration {
   on,
 };
 
+/// Whether a Pipeline left to its automatic layout changes it after its
+/// first run, by what that run measured.
+enum class layout_adaptation {
+  off,  ///< every run keeps the layout the options resolve to
+  /// The default. When the options leave the layout automatic (no chunk
+  /// size, schedule, stream count, ring depth, device budget, planner or
+  /// calibration; streams by stage; pinned or registered host data), the
+  /// first run of each input size times its ops with events and compares
+  /// the stage's busy time with the busier copy direction's (run_bound).
+  /// Later runs of that size then take the layout that serves that bound:
+  /// copies: one kernel stream (3 streams), as kernels spread over three
+  /// cost a copy-bound run 2-3% (bench/RESULTS.md, issue 38); stage: the
+  /// chunks ramp from a quarter of the fixed fraction up to twice it and
+  /// down again, over five kernel streams (7), so that the first upload
+  /// and last download are short beside the kernels; balanced: unchanged.
+  from_first_run,
+};
+
+/// What bounded a Pipeline's first run (layout_adaptation::from_first_run).
+enum class run_bound {
+  copies,    ///< the stage was busy less than half as long as the busier copy direction
+  balanced,  ///< neither: the stage was busy half as long as the copies or more, but not longer
+  stage,     ///< the stage was busy longer than either copy direction
+};
+
+/// "copies", "balanced" or "stage".
+[[nodiscard]] std::string_view to_string(run_bound bound) noexcept;
+
 /// How a Pipeline cuts and schedules the work. Empty optionals are chosen
 /// automatically.
 struct pipeline_options {
@@ -198,6 +226,8 @@ struct pipeline_options {
   recording record = recording::off;
   /// Race-check the Program before issuing it (overlap::check); on in debug builds.
   program_check check = default_program_check;
+  /// Whether the automatic layout changes after the first run (see layout_adaptation).
+  layout_adaptation adapt = layout_adaptation::from_first_run;
   /// The GPUs to spread the run over: CUDA device ordinals, each at most
   /// once (all_devices() names every visible one). Empty: the current device
   /// alone. With two or more, the input is cut into one contiguous part per
@@ -230,9 +260,14 @@ struct run_report {
   unsigned streams = 0;  ///< streams the run used (see stream_assignment)
   /// How the ops went onto the streams: round_robin or per_stage.
   stream_assignment assignment = stream_assignment::round_robin;
-  unsigned ring_depth = 0;             ///< device chunk slots in the ring
-  std::size_t device_bytes = 0;        ///< device memory held by the ring
-  double host_issue_ms = 0.0;          ///< host time spent issuing every op
+  unsigned ring_depth = 0;       ///< device chunk slots in the ring
+  std::size_t device_bytes = 0;  ///< device memory held by the ring
+  double host_issue_ms = 0.0;    ///< host time spent issuing every op
+  /// What bounded the first run of this size, once a Pipeline that adapts
+  /// its layout has measured it (layout_adaptation::from_first_run): set
+  /// from that first run's report on, and the layout above is the one the
+  /// bound chose from the second run on. Empty when the layout does not adapt.
+  std::optional<run_bound> bound;
   host_path host = host_path::pinned;  ///< how the host data was reached
   /// Per GPU of a run over several (pipeline_options::devices): the GPU,
   /// its part's first chunk, and that part's own report (whose program
@@ -349,6 +384,22 @@ enum class chunk_planning { allowed, deferred };
   return options.model_source == device_model_source::cached_probe ? &cached_model_of_current_device()
                                                                    : &builtin_model_of_current_device();
 }
+
+/// Whether a run under `options`, whose plan resolved to `p` on `path`,
+/// adapts its layout after its first run (layout_adaptation::from_first_run). No CUDA call.
+[[nodiscard]] bool adapts_layout(const pipeline_options& options, const plan& p, host_path path) noexcept;
+
+/// The bound of a run whose stage was busy `stage_ms` and whose copies
+/// `h2d_ms` and `d2h_ms` (each the length of the union of its spans).
+[[nodiscard]] run_bound bound_of(double stage_ms, double h2d_ms, double d2h_ms) noexcept;
+
+/// The options of the layout that serves `bound`, for a run whose first
+/// plan was `first` (its uniform chunk) over `input_bytes` of input
+/// elements of `element_bytes` bytes: `options` with the streams (and for
+/// a stage-bound run the ramp schedule) filled in. No CUDA call.
+[[nodiscard]] pipeline_options adapted_options(const pipeline_options& options, run_bound bound,
+                                               const plan& first, std::size_t input_elements,
+                                               std::size_t element_bytes);
 
 struct pipeline_resources;
 struct graph_state;

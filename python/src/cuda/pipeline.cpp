@@ -47,6 +47,12 @@ cuda::automatic_chunking chunking_of(const std::string& name) {
   throw invalid_input("chunking: '" + name + "' is not one of 'fixed', 'planned'");
 }
 
+cuda::layout_adaptation adaptation_of(const std::string& name) {
+  if (name == "first_run") return cuda::layout_adaptation::from_first_run;
+  if (name == "off") return cuda::layout_adaptation::off;
+  throw invalid_input("adapt: '" + name + "' is not one of 'first_run', 'off'");
+}
+
 template <typename Array>
 std::size_t element_bytes(const Array& array, const char* name) {
   const std::size_t bytes = array.itemsize();
@@ -89,6 +95,11 @@ nb::dict report_of(const cuda::run_report& report) {
   result["device_bytes"] = report.device_bytes;
   result["host_issue_ms"] = report.host_issue_ms;
   result["host"] = std::string(cuda::to_string(report.host));
+  if (report.bound) {
+    result["bound"] = std::string(cuda::to_string(*report.bound));
+  } else {
+    result["bound"] = nb::none();
+  }
   nb::list parts;
   for (const cuda::run_report::device_part& part : report.parts) {
     nb::dict p;
@@ -161,8 +172,9 @@ pipeline_options options_of(std::optional<std::size_t> chunk_bytes, std::vector<
                             std::optional<unsigned> streams, std::optional<unsigned> ring_depth,
                             std::optional<std::size_t> device_budget_bytes, const std::string& chunking,
                             bool calibrate, const std::string& pageable, bool record, std::size_t ratio_out,
-                            std::size_t ratio_in, std::vector<int> devices) {
+                            std::size_t ratio_in, std::vector<int> devices, const std::string& adapt) {
   pipeline_options options;
+  options.adapt = adaptation_of(adapt);
   options.devices = std::move(devices);
   options.chunk_bytes = chunk_bytes;
   options.chunk_schedule = std::move(chunk_schedule);
@@ -222,17 +234,17 @@ void bind_pipeline(nb::module_& module) {
                        std::optional<unsigned> streams, std::optional<unsigned> ring_depth,
                        std::optional<std::size_t> device_budget_bytes, const std::string& chunking,
                        bool calibrate, const std::string& pageable, bool record, std::size_t ratio_out,
-                       std::size_t ratio_in, std::vector<int> devices) {
+                       std::size_t ratio_in, std::vector<int> devices, const std::string& adapt) {
              return python_pipeline(options_of(chunk_bytes, std::move(chunk_schedule), streams, ring_depth,
                                                device_budget_bytes, chunking, calibrate, pageable, record,
-                                               ratio_out, ratio_in, std::move(devices)));
+                                               ratio_out, ratio_in, std::move(devices), adapt));
            }),
            nb::kw_only(), nb::arg("chunk_bytes") = nb::none(),
            nb::arg("chunk_schedule") = std::vector<std::size_t>{}, nb::arg("streams") = nb::none(),
            nb::arg("ring_depth") = nb::none(), nb::arg("device_budget_bytes") = nb::none(),
            nb::arg("chunking") = "fixed", nb::arg("calibrate") = false, nb::arg("pageable") = "reject",
            nb::arg("record") = false, nb::arg("ratio_out") = 1, nb::arg("ratio_in") = 1,
-           nb::arg("devices") = std::vector<int>{})
+           nb::arg("devices") = std::vector<int>{}, nb::arg("adapt") = "first_run")
       .def("run", &python_pipeline::run, nb::arg("host_in"), nb::arg("host_out"), nb::arg("adapter"),
            "Runs the pipeline; `adapter(in_ptr, in_count, out_ptr, out_count, stream_ptr, chunk)` is called "
            "per chunk.")
