@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "overlap/check/races.hpp"
+#include "overlap/core/error.hpp"
 #include "overlap/cuda/device_models.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/nvtx.hpp"
@@ -199,9 +200,16 @@ void pipeline_resources::adapt(const erased_run& r, const pipeline_options& opti
   // Pinned data (adapts_layout): nothing is registered, the path stays pinned.
   std::vector<host_registration> none;
   host_path path = host_path::pinned;
-  settled_run s = settle_run(r, next, stage, none, calibration, path);
-  s.report.bound = bound;
-  settled = std::move(s);
+  try {
+    settled_run s = settle_run(r, next, stage, none, calibration, path);
+    s.report.bound = bound;
+    settled = std::move(s);
+  } catch (const invalid_input&) {
+    // The run that just succeeded is not failed for a second layout that
+    // does not fit (none is known to): its own layout stays, learned.
+    settled->learns_bound = false;
+    settled->report.bound = bound;
+  }
 }
 
 void pipeline_resources::reserve_timing(std::size_t count) {
