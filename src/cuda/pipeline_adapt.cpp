@@ -28,10 +28,10 @@ namespace {
 // Streams of the adapted layouts: an upload, a download and the kernel
 // streams. One kernel stream when the copies bound the run: spreading its
 // tiny kernels over three cost the copies 2-6% in a raw CUDA loop and the
-// Pipeline 1.5-2.5% (8 MiB chunks, 256 MiB each way, H200, bench/RESULTS.md
+// Pipeline 1-2.5% (8 MiB chunks, 256 MiB each way, H200s, bench/RESULTS.md
 // issue 38). Five when the stage does: with the ramp's twice-as-large middle
-// chunks, 1.0035-1.0051x the kernel alone against 1.0083-1.0093x for the
-// fixed layout on the same H200.
+// chunks, 1.0035-1.0051x the kernel alone against 1.0083-1.0121x for the
+// fixed layout in the same four calls on one H200 (less on others).
 constexpr unsigned copy_bound_streams = 3;
 constexpr unsigned stage_bound_streams = 7;
 

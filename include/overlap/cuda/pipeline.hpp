@@ -159,15 +159,18 @@ enum class layout_adaptation {
   off,  ///< every run keeps the layout the options resolve to
   /// The default. When the options leave the layout automatic (no chunk
   /// size, schedule, stream count, ring depth, device budget, planner or
-  /// calibration; streams by stage; pinned or registered host data), the
-  /// first run of each input size times its ops with events and compares
-  /// the stage's busy time with the busier copy direction's (run_bound).
-  /// Later runs of that size then take the layout that serves that bound:
-  /// copies: one kernel stream (3 streams), as kernels spread over three
-  /// cost a copy-bound run 2-3% (bench/RESULTS.md, issue 38); stage: the
-  /// chunks ramp from a quarter of the fixed fraction up to twice it and
-  /// down again, over five kernel streams (7), so that the first upload
-  /// and last download are short beside the kernels; balanced: unchanged.
+  /// calibration; streams by stage; host data page-locked already, not
+  /// registered or staged by the run), the first run of each input size
+  /// times its ops with events and compares the stage's busy time with the
+  /// busier copy direction's (run_bound). Later runs of that size then take
+  /// the layout that serves that bound: copies: one kernel stream (3
+  /// streams, the same chunks), as kernels spread over three cost a
+  /// copy-bound run 1-2.5% on an H200 (bench/RESULTS.md, issue 38); stage:
+  /// the chunks ramp from a quarter of the fixed fraction up to twice it
+  /// and down again, over five kernel streams (7 streams, a ring of 7 slots
+  /// of the largest chunk), so that the first upload and last download are
+  /// short beside the kernels; balanced: unchanged. A run of another size
+  /// learns afresh; capture() keeps the first layout.
   from_first_run,
 };
 
