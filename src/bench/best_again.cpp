@@ -3,10 +3,12 @@
 // best run), captured once into a CUDA graph and replayed (the host cost of
 // a run becomes one launch), and as a bare loop of the same runtime calls.
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "overlap/core/pipeline_shape.hpp"
 #include "workload_bench.hpp"
 
 namespace overlap::bench::detail {
@@ -17,12 +19,13 @@ namespace overlap::bench::detail {
 // uploads go on the first stream, kernels over the middle ones and
 // downloads on the last, each handed on with one of the two events.
 run_info workload_bench::chunk_loop(std::vector<cuda::stream>& streams,
-                                    const std::vector<std::size_t>& chunk_bytes, bool per_stage,
+                                    const std::vector<std::uint64_t>& chunk_bytes, bool per_stage,
                                     hand_over_events& hand_over) {
   const auto started = host_clock::now();
   std::size_t offset = 0;
   for (std::size_t c = 0; c < chunk_bytes.size() && offset < elements_; ++c) {
-    const std::size_t count = std::min(chunk_bytes[c] / sizeof(float), elements_ - offset);
+    const std::size_t count =
+        std::min(static_cast<std::size_t>(chunk_bytes[c] / sizeof(float)), elements_ - offset);
     const cuda::stream_view own = streams[c % streams.size()];
     const chunk_streams on = per_stage
                                  ? chunk_streams{streams.front(), streams[1 + c % (streams.size() - 2)],
@@ -41,17 +44,6 @@ run_info workload_bench::chunk_loop(std::vector<cuda::stream>& streams,
   return info;
 }
 
-namespace {
-
-// Input bytes of each chunk of `total` bytes cut into `chunk`-byte pieces.
-std::vector<std::size_t> uniform_chunks(std::size_t total, std::size_t chunk) {
-  std::vector<std::size_t> chunks(total / chunk, chunk);
-  if (total % chunk != 0) chunks.push_back(total % chunk);
-  return chunks;
-}
-
-}  // namespace
-
 void workload_bench::measure_best_again(workload_result& result) {
   const variant_result& best = result.variants[result.best_pipeline];
   cuda::pipeline_options options;
@@ -64,7 +56,7 @@ void workload_bench::measure_best_again(workload_result& result) {
   // second run on: the default adapts its layout after its first
   // (layout_adaptation), which a capture, made before any run, would not.
   cuda::pipeline_options replayed_layout = options;
-  std::vector<std::size_t> loop_chunks = uniform_chunks(bytes_, best.chunk_bytes);
+  std::vector<std::uint64_t> loop_chunks = uniform_schedule(bytes_, best.chunk_bytes);
   if (best.kind == variant_kind::pipeline_default) {
     pipeline learner(options);
     (void)learner.run(input(), out_.span(), stage_);
@@ -75,7 +67,7 @@ void workload_bench::measure_best_again(workload_result& result) {
       replayed_layout.chunk_bytes = learned.chunk_bytes;
     } else {
       replayed_layout.chunk_schedule = learned.chunk_schedule;
-      loop_chunks = learned.chunk_schedule;
+      loop_chunks.assign(learned.chunk_schedule.begin(), learned.chunk_schedule.end());
     }
   }
   announce_("best pipeline (" + best.name + "): direct, recorded, graph replay, bare loop");

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
@@ -88,7 +89,7 @@ class workload_bench {
     cuda::event computed{cuda::event_timing::disabled};
   };
   /// Input bytes of each chunk, in order (a uniform chunking, or a schedule).
-  run_info chunk_loop(std::vector<cuda::stream>& streams, const std::vector<std::size_t>& chunk_bytes,
+  run_info chunk_loop(std::vector<cuda::stream>& streams, const std::vector<std::uint64_t>& chunk_bytes,
                       bool per_stage, hand_over_events& hand_over);
   void measure_best_again(workload_result& result);
 

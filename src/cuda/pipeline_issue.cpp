@@ -190,26 +190,24 @@ const settled_run& pipeline_resources::settle(const erased_run& r, const pipelin
 void pipeline_resources::adapt(const erased_run& r, const pipeline_options& options,
                                const erased_stage& stage, run_bound bound) {
   if (!settled) return;
-  if (bound == run_bound::balanced) {
-    settled->learns_bound = false;
-    settled->report.bound = bound;
-    return;
+  if (bound != run_bound::balanced) {
+    const pipeline_options next =
+        adapted_options(options, bound, settled->p, r.input_elements, r.input_element_bytes);
+    // Pinned data (adapts_layout): nothing is registered, the path stays pinned.
+    std::vector<host_registration> none;
+    host_path path = host_path::pinned;
+    try {
+      settled_run s = settle_run(r, next, stage, none, calibration, path);
+      s.report.bound = bound;
+      settled = std::move(s);
+      return;
+    } catch (const invalid_input&) {
+      // The run that just succeeded is not failed for a second layout that
+      // does not fit (none is known to): its own layout stays, as balanced's does.
+    }
   }
-  const pipeline_options next =
-      adapted_options(options, bound, settled->p, r.input_elements, r.input_element_bytes);
-  // Pinned data (adapts_layout): nothing is registered, the path stays pinned.
-  std::vector<host_registration> none;
-  host_path path = host_path::pinned;
-  try {
-    settled_run s = settle_run(r, next, stage, none, calibration, path);
-    s.report.bound = bound;
-    settled = std::move(s);
-  } catch (const invalid_input&) {
-    // The run that just succeeded is not failed for a second layout that
-    // does not fit (none is known to): its own layout stays, learned.
-    settled->learns_bound = false;
-    settled->report.bound = bound;
-  }
+  settled->learns_bound = false;
+  settled->report.bound = bound;
 }
 
 void pipeline_resources::reserve_timing(std::size_t count) {
