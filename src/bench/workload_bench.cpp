@@ -50,6 +50,7 @@ workload_result workload_bench::run() {
   measure_baselines(result);
   measure_pipelines(result);
   measure_best_again(result);
+  if (workload_.kind == workload_kind::compute_bound) measure_default_paired(result);
   return result;
 }
 
@@ -108,14 +109,17 @@ void workload_bench::verify(const std::string& variant, unsigned run) const {
 
 // Warm-up and timed runs of several rows, alternating run by run so drift on
 // a shared machine hits each alike. Outputs are poisoned (from the device)
-// before and checked (on the host) after every run when `check_output`.
+// before and checked (on the host) after every run when `check_output`;
+// a row's untimed step, where given, runs between its timed run and the check.
 std::vector<variant_result> workload_bench::measure(std::vector<row_samples> rows,
-                                                    const std::vector<runner>& runners, bool check_output) {
+                                                    const std::vector<runner>& runners, bool check_output,
+                                                    const std::vector<std::function<void()>>& untimed_after) {
   const unsigned total = config_.warmup + config_.reps;
   for (unsigned run = 0; run < total; ++run) {
     for (std::size_t v = 0; v < rows.size(); ++v) {
       if (check_output) poison();
       const run_clock::sample s = clock_.time(runners[v]);
+      if (v < untimed_after.size() && untimed_after[v]) untimed_after[v]();
       // The last run's shape: a Pipeline that adapts its layout changes it after its first run.
       if (run + 1 == total) rows[v].describe(s.info);
       if (check_output) verify(rows[v].result.name, run);

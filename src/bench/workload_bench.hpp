@@ -2,7 +2,7 @@
 // the baselines, the Pipeline sweep and the best configuration again. Its
 // member functions are defined by part: workload_bench.cpp (buffers, the
 // timed and checked runs), floors.cpp, baselines.cpp, pipeline_sweep.cpp,
-// best_again.cpp. Private to src/bench.
+// best_again.cpp, paired_floor.cpp. Private to src/bench.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -70,7 +70,8 @@ class workload_bench {
   void poison();
   void verify(const std::string& variant, unsigned run) const;
   std::vector<variant_result> measure(std::vector<row_samples> rows, const std::vector<runner>& runners,
-                                      bool check_output);
+                                      bool check_output,
+                                      const std::vector<std::function<void()>>& untimed_after = {});
   variant_result measure_one(variant_kind kind, std::string name, const runner& run, bool check_output);
   [[nodiscard]] run_info whole(unsigned streams = 1, std::size_t chunks = 1) const;
   [[nodiscard]] std::span<const float> input() const noexcept { return {in_.data(), elements_}; }
@@ -92,6 +93,8 @@ class workload_bench {
   run_info chunk_loop(std::vector<cuda::stream>& streams, const std::vector<std::uint64_t>& chunk_bytes,
                       bool per_stage, hand_over_events& hand_over);
   void measure_best_again(workload_result& result);
+  // --- paired_floor.cpp
+  void measure_default_paired(workload_result& result);
 
   const workload_config& workload_;
   const workload_definition& definition_;

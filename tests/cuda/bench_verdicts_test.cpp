@@ -173,6 +173,27 @@ TEST(BenchVerdicts, JsonMarksAQuickRunNotJudged) {
   EXPECT_EQ(full["verdicts"][0]["name"], "transfer_best_vs_chunked_floor");
 }
 
+TEST(BenchVerdicts, TheComputeDefaultIsJudgedOnTheRowsMeasuredAlternating) {
+  // Apart, the default is 2.1 / 2.0 = 1.05x the kernel alone; measured
+  // alternating, run by run 1.004x, 1.008x and 1.02x: the median judges.
+  auto compute = compute_workload();
+  bench::paired_floor paired;
+  paired.floor.device_ms = bench::summarize({2.5, 2.5, 2.5});
+  paired.pipeline.device_ms = bench::summarize({2.51, 2.52, 2.55});
+  paired.ratio = bench::summarize({1.004, 1.008, 1.02});
+  compute.default_paired = paired;
+  const Judgement j = judge(result_of(transfer_workload(), compute), false);
+  const Verdict& v = named(j, "compute_default_vs_floor");
+  EXPECT_NEAR(v.value, 1.008, 1e-12);
+  EXPECT_EQ(v.limit, 1.01);
+  EXPECT_TRUE(v.pass);
+  EXPECT_EQ(v.text,
+            "compute-bound default Pipeline within 1.01x of the kernel-alone floor (the two alternating run "
+            "by run)");
+  compute.default_paired->ratio = bench::summarize({1.004, 1.012, 1.02});
+  EXPECT_FALSE(named(judge(result_of(transfer_workload(), compute), false), "compute_default_vs_floor").pass);
+}
+
 TEST(BenchVerdicts, AnUnsteadyLinkPutsACaveatOnEveryLinkBoundVerdict) {
   // The fixture's peaks spread 1-2%: no caveat.
   const Judgement steady = judge(result_of(transfer_workload(), compute_workload()), false);

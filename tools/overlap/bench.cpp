@@ -310,6 +310,14 @@ std::string host_cost_text(const workload_result& w) {
   return text;
 }
 
+// The default Pipeline against the kernel alone, the two alternating run by run.
+std::string paired_line(const bench::paired_floor& p) {
+  return fmt::format(
+      "default Pipeline against the kernel alone, alternating run by run: {:.3f} / {:.3f} ms, {:.4f}x "
+      "(run by run {:.4f}..{:.4f}x)",
+      p.pipeline.device_ms.median, p.floor.device_ms.median, p.ratio.median, p.ratio.min, p.ratio.max);
+}
+
 std::string workload_text(const workload_result& w) {
   const double floor_time = floor_ms(w);
   const double sequential_ms = sequential_of(w).device_ms.median;
@@ -328,6 +336,7 @@ std::string workload_text(const workload_result& w) {
       text += "  " + chunked + "\n";
   }
   text += "  " + best_line(w) + "\n";
+  if (w.default_paired) text += "  " + paired_line(*w.default_paired) + "\n";
   const variant_result& default_pipeline = required(w, variant_kind::pipeline_default);
   const variant_result& two = required(w, variant_kind::two_stream);
   text += fmt::format(
@@ -453,6 +462,12 @@ json workload_json(const workload_result& w) {
                     {"host_issue_per_chunk_us_median", host_cost_per_chunk_us(*w.best_graph)}};
   }
   if (w.best_loop) out["bare_loop"] = row_json(*w.best_loop, floor_time, sequential_ms);
+  if (w.default_paired) {
+    const bench::paired_floor& p = *w.default_paired;
+    out["default_vs_kernel_paired"] = {{"kernel_alone", row_json(p.floor, floor_time, sequential_ms)},
+                                       {"pipeline_default", row_json(p.pipeline, floor_time, sequential_ms)},
+                                       {"ratio", stats_json(p.ratio)}};
+  }
   out["default_vs_two_stream"] = ratio(required(w, variant_kind::pipeline_default).device_ms.median,
                                        required(w, variant_kind::two_stream).device_ms.median);
   if (w.best_again && w.best_recorded) {

@@ -246,6 +246,13 @@ Judgement judge(const bench::bench_result& r, bool quick) {
           fmt::format("{} default Pipeline no slower than the sweep's best configuration (within its spread)",
                       wname),
           to_swept, limit, "x", to_swept <= limit);
+    } else if (w.default_paired) {
+      // Judged on the two rows measured alternating, prepared and checked alike.
+      const double to_floor = w.default_paired->ratio.median;
+      add("compute_default_vs_floor",
+          fmt::format("{} default Pipeline within 1.01x of {} (the two alternating run by run)", wname,
+                      floor_words(w)),
+          to_floor, 1.01, "x", to_floor <= 1.01);
     } else {
       const double to_floor = ratio(default_ms, floor_ms(w));
       add("compute_default_vs_floor",

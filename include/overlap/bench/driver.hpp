@@ -234,6 +234,16 @@ struct variant_result {
   bool verified = false;  ///< every element of every run (warm-up too) checked
 };
 
+/// The compute-bound default Pipeline and the kernel alone measured again
+/// together, alternating run by run, every run of both prepared and checked
+/// alike: their ratio does not depend on what the GPU's clocks did between
+/// the floor's rows and the Pipeline's, seconds apart.
+struct paired_floor {
+  variant_result floor;     ///< the kernel alone (its output brought home untimed, then checked)
+  variant_result pipeline;  ///< the default Pipeline (its first run, which adapts the layout, a warm-up)
+  stats ratio;              ///< the Pipeline's time over the kernel's, run by run
+};
+
 /// Everything measured for one workload.
 struct workload_result {
   workload_kind kind = workload_kind::transfer_bound;  ///< which workload
@@ -259,6 +269,9 @@ struct workload_result {
   /// The Program that run issued (its ops are the Timeline's spans), for
   /// predicting the same run with the simulator.
   std::optional<Program> best_program;
+  /// Compute-bound only: the default Pipeline against the kernel alone,
+  /// alternating run by run (what its verdict judges).
+  std::optional<paired_floor> default_paired;
 
   /// The floor of that kind; throws overlap::error when absent.
   [[nodiscard]] const variant_result& floor(variant_kind wanted) const;
