@@ -125,7 +125,7 @@ class frames_bench {
       paced.floor_ms = std::max(paced.producer_us * static_cast<double>(f_.frames) / 1e3, gpu_bound_ms);
       paced.row = std::move(timed[1 + feeds + p]);
       paced.row.verified = true;
-      paced.issuing_thread = p % 2 == 0 ? "producer" : "dedicated";
+      paced.issuing_thread = p % 2 == 0 ? "automatic" : "dedicated";
       r.paced.push_back(std::move(paced));
     }
     for (variant_result& v : r.variants)

@@ -180,6 +180,10 @@ feed_report feed_engine::run_on_devices(const feed_layout& layout, const feed_op
   }
   feed_options one = options;
   one.devices.clear();
+  // Each GPU's producer call waits for its item's turn, which would read as
+  // a producer that sets the pace: the producers' threads issue.
+  if (one.issuing_thread == feed_issuing_thread::automatic)
+    one.issuing_thread = feed_issuing_thread::producer;
 
   item_turns turns;
   first_failure failure;

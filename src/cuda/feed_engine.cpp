@@ -1,6 +1,7 @@
 // A Feed's run: the producer on the calling thread, the issue of uploads
-// and stages on the same thread or (feed_issuing_thread::dedicated) a
-// thread of its own, the consumer on another, and the slots between them.
+// and stages on the same thread or (feed_issuing_thread::dedicated, or
+// automatic once the producer is seen to set the pace) a thread of its
+// own, the consumer on another, and the slots between them.
 // The consumer's and the issuer's threads are kept between runs, parked
 // (parked_thread.hpp): starting and joining them was most of a fixed ~90 us
 // a run cost against a one-thread loop.
@@ -239,6 +240,7 @@ class feed_run {
         n_(static_cast<unsigned>(res.slots.size())),
         graphs_(options.issue == feed_issue::graph_per_slot),
         dedicated_issuer_(options.issuing_thread == feed_issuing_thread::dedicated),
+        automatic_issuer_(options.issuing_thread == feed_issuing_thread::automatic),
         by_stage_(!graphs_ && options.streams == feed_streams::by_stage),
         ring_(n_),
         staged_items_(n_),
@@ -259,8 +261,13 @@ class feed_run {
   /// download itself (consume()); one thread at a time, and one busy
   /// issuing also takes what others made possible meanwhile. Called with `lock` held; returns with it held.
   void issue_downloads(std::unique_lock<std::mutex>& lock);
-  /// The dedicated issuing thread: items in order as they are produced.
-  void issue();
+  /// The dedicated issuing thread: items in order from `first` as they are produced.
+  void issue(std::size_t first);
+  /// Hands items `first` on to the issuing thread, started now.
+  void start_issuer(std::size_t first);
+  /// feed_issuing_thread::automatic, after the producer's thread issued
+  /// item k: whether the producer set the pace over the items watched.
+  [[nodiscard]] bool producer_set_the_pace(std::size_t k) const;
   void consume();
   void enqueue_upload(std::size_t k, const item_record& item, bool external);
   void enqueue_stage(std::size_t k, const item_record& item);
@@ -336,7 +343,9 @@ class feed_run {
   const unsigned n_;
   const bool graphs_;            // feed_issue::graph_per_slot
   const bool dedicated_issuer_;  // feed_issuing_thread::dedicated
+  const bool automatic_issuer_;  // feed_issuing_thread::automatic
   const bool by_stage_;          // feed_streams::by_stage, issued directly
+  int device_ = 0;               // the caller's GPU, current on every thread of the run
 
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -362,6 +371,8 @@ class feed_run {
   bool stopped_ = false;
 
   // Written by one thread each, read after all are done.
+  std::size_t producer_waits_ = 0;          // items from n_ on whose slot the producer waited for
+  std::optional<std::size_t> issuer_from_;  // the first item the issuing thread issues (producer's thread)
   std::vector<double> producer_ms_;
   std::vector<FeedItem> described_;
   double issue_ms_ = 0.0;
@@ -402,7 +413,11 @@ void feed_run::produce() {
     // made while this thread waited ends the run here, before item k.
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wait_until(lock, [&] { return error_ || k < n_ || (uploading_ > k - n_ && consumed_ + n_ >= k); });
+      const auto slot_free = [&] { return error_ || k < n_ || (uploading_ > k - n_ && consumed_ + n_ >= k); };
+      if (!slot_free()) {
+        ++producer_waits_;
+        wait_until(lock, slot_free);
+      }
       if (error_) return;
       if (stop_.load(std::memory_order_relaxed)) {
         stopped_ = true;
@@ -439,12 +454,36 @@ void feed_run::produce() {
       ring_[k % n_] = item;
       produced_ = k + 1;
     }
-    if (dedicated_issuer_) {
+    if (dedicated_issuer_ || issuer_from_) {
       changed_.notify_all();
     } else if (!issue_item(k, item)) {
       return;
+    } else if (automatic_issuer_ && producer_set_the_pace(k)) {
+      start_issuer(k + 1);
     }
   }
+}
+
+bool feed_run::producer_set_the_pace(std::size_t k) const {
+  // Decided once, after the slots first filled and as many items again.
+  // A producer the GPU keeps waiting gains nothing from a second thread
+  // (its hand-off costs the GPU-bound run about half a percent); one that
+  // never waits is the pace, and the ~20 us an item of issuing adds to it.
+  if (k + 1 != std::size_t{n_} + feed_automatic_issuer_after) return false;
+  return producer_waits_ * 8 <= feed_automatic_issuer_after;
+}
+
+void feed_run::start_issuer(std::size_t first) {
+  res_.issuer->start([this, first] {
+    const fine_timer_slack issuer_slack;
+    guarded(feed_part::device, [this, first] {
+      // The current device is per thread: the stage runs on the caller's.
+      check(cudaSetDevice(device_), "cudaSetDevice", "the feed's issuing thread");
+      issue(first);
+    });
+    mark_done(issuing_done_);
+  });
+  issuer_from_ = first;  // once started: until then this thread issues, and ends the issuing
 }
 
 // Item k's upload on the uploads' stream (by stage) or its slot's, then
@@ -641,8 +680,8 @@ void feed_run::issue_downloads(std::unique_lock<std::mutex>& lock) {
   if (issued) changed_.notify_all();  // the consumer waits for downloads
 }
 
-void feed_run::issue() {
-  for (std::size_t k = 0;; ++k) {
+void feed_run::issue(std::size_t first) {
+  for (std::size_t k = first;; ++k) {
     item_record item;
     {
       std::unique_lock<std::mutex> lock(mutex_);
@@ -737,15 +776,16 @@ feed_report feed_run::run() {
   for (const auto& slot : res_.slots) slot->graphs = slot_graphs{};
   const auto started = clock_type::now();
   last_consumed_ = started;
-  int device = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice", "starting a feed");
+  check(cudaGetDevice(&device_), "cudaGetDevice", "starting a feed");
   {
     const fine_timer_slack slack;
-    if (dedicated_issuer_ && !res_.issuer) res_.issuer = std::make_unique<parked_thread>();
+    const bool issuer = dedicated_issuer_ || automatic_issuer_;
+    if (issuer && !res_.issuer) res_.issuer = std::make_unique<parked_thread>();
     // Until both jobs have returned, this run's state must stay: waited for
-    // below, and here too when something on the way throws.
-    const waits_for_jobs jobs{res_.consumer.get(), dedicated_issuer_ ? res_.issuer.get() : nullptr};
-    res_.consumer->start([this, device] {
+    // below, and here too when something on the way throws (an issuer
+    // never started has nothing to wait for).
+    const waits_for_jobs jobs{res_.consumer.get(), issuer ? res_.issuer.get() : nullptr};
+    res_.consumer->start([this, device = device_] {
       const fine_timer_slack consumer_slack;  // its sleeps too are a few microseconds
       // The consumer's thread issues downloads too, on the caller's device;
       // if it cannot, the run is aborted and consume() returns at once.
@@ -754,20 +794,10 @@ feed_report feed_run::run() {
       guarded(feed_part::consumer, [this] { consume(); });
       mark_done(consuming_done_);
     });
-    if (dedicated_issuer_) {
-      res_.issuer->start([this, device] {
-        const fine_timer_slack issuer_slack;
-        guarded(feed_part::device, [this, device] {
-          // The current device is per thread: the stage runs on the caller's.
-          check(cudaSetDevice(device), "cudaSetDevice", "the feed's issuing thread");
-          issue();
-        });
-        mark_done(issuing_done_);
-      });
-    }
+    if (dedicated_issuer_) start_issuer(0);
     guarded(feed_part::producer, [this] { produce(); });
     mark_done(producing_done_);
-    if (!dedicated_issuer_) mark_done(issuing_done_);
+    if (!issuer_from_) mark_done(issuing_done_);
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wait_until(
@@ -813,6 +843,7 @@ feed_report feed_run::run() {
   r.slot_elements = layout_.slot_elements;
   r.most_ahead = most_ahead_;
   r.stopped = stopped_;
+  r.dedicated_issuer_from = issuer_from_;
   r.shape.slots = n_;
   r.shape.streams = by_stage_ ? feed_streams::by_stage : feed_streams::by_slot;
   described_.resize(std::min(described_.size(), r.items));

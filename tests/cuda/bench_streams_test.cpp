@@ -33,10 +33,9 @@ TEST(BenchStreams, FramesTableAndSummary) {
       text.find("host time issuing a frame: 12.0 us with runtime calls, 4.5 us replaying a graph per slot"),
       std::string::npos)
       << text;
-  EXPECT_NE(
-      text.find("producer 500 us per frame, issuing on the producer thread: 5.500 ms against max(5.000 ms of "
-                "producing, the GPU-bound 1.040 ms) = 1.100x"),
-      std::string::npos)
+  EXPECT_NE(text.find("producer 500 us per frame, issuing thread automatic: 5.500 ms against max(5.000 ms of "
+                      "producing, the GPU-bound 1.040 ms) = 1.100x"),
+            std::string::npos)
       << text;
 }
 
@@ -88,7 +87,7 @@ TEST(BenchStreams, Json) {
   EXPECT_EQ(frames["variants"][3]["host_issue_per_item_us_median"], 4.5);
   EXPECT_EQ(frames["variants"][1]["kind"], "feed_default");
   EXPECT_EQ(frames["paced"][1]["producer_us"], 500.0);
-  EXPECT_EQ(frames["paced"][1]["issuing_thread"], "producer");
+  EXPECT_EQ(frames["paced"][1]["issuing_thread"], "automatic");
   EXPECT_EQ(frames["paced"][2]["issuing_thread"], "dedicated");
   const auto pageable = pageable_json(bench_fixtures::pageable_result());
   EXPECT_DOUBLE_EQ(pageable["floor_ms"].get<double>(), 20.0);

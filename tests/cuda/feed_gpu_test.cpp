@@ -94,6 +94,22 @@ struct checking_consumer {
   }
 };
 
+// Every item arrived once, in order, of its size, each element right.
+void expect_every_item(const checking_consumer& check, std::size_t items) {
+  EXPECT_EQ(check.next, items);
+  EXPECT_EQ(check.out_of_order, 0U);
+  EXPECT_EQ(check.wrong_size, 0U);
+  EXPECT_EQ(check.bad_elements, 0U);
+}
+
+// producer_of, pausing `pause` before each item: a producer slower than the GPU.
+auto paced_producer_of(std::size_t items, std::size_t slot, std::chrono::microseconds pause) {
+  return [produce = producer_of(items, slot), pause](std::span<float> s, std::size_t k) {
+    std::this_thread::sleep_for(pause);
+    return produce(s, k);
+  };
+}
+
 // How the items are issued: directly on a stream per stage or per slot,
 // or as each slot's graphs (which replay on the slot's stream).
 struct feed_issue_way {
@@ -156,11 +172,67 @@ TEST_P(FeedIntegrity, EveryItemArrivesOnceInOrderAndExact) {
 INSTANTIATE_TEST_SUITE_P(
     Slots, FeedIntegrity,
     ::testing::Combine(::testing::Values(1U, 2U, 3U, 4U, 7U), ::testing::ValuesIn(issue_ways),
-                       ::testing::Values(feed_issuing_thread::producer, feed_issuing_thread::dedicated)),
+                       ::testing::Values(feed_issuing_thread::producer, feed_issuing_thread::dedicated,
+                                         feed_issuing_thread::automatic)),
     [](const auto& param_info) {
+      const feed_issuing_thread thread = std::get<2>(param_info.param);
       return std::to_string(std::get<0>(param_info.param)) + "_slots_" + std::get<1>(param_info.param).name +
-             (std::get<2>(param_info.param) == feed_issuing_thread::producer ? "_on_producer" : "_dedicated");
+             (thread == feed_issuing_thread::producer    ? "_on_producer"
+              : thread == feed_issuing_thread::dedicated ? "_dedicated"
+                                                         : "_automatic");
     });
+
+// feed_issuing_thread::automatic: a producer slower than the GPU (1 ms an
+// item, the GPU's work some microseconds) never waits for a slot, and the
+// issuing goes to the feed's thread after the slots first fill and eight
+// items more; every item still arrives once, in order, exact.
+TEST(FeedAutomaticIssuer, AProducerThatSetsThePaceHandsTheIssuingOver) {
+  SKIP_WITHOUT_GPU();
+  constexpr std::size_t slot = 4099;
+  constexpr unsigned slots = 3;
+  constexpr std::size_t items = 40;
+  const feed_options options = with(slot, slots);
+  EXPECT_EQ(options.issuing_thread, feed_issuing_thread::automatic);  // the default
+  Feed<float> feed(options);
+  for (int run = 0; run < 2; ++run) {  // each run decides afresh
+    checking_consumer check{slot};
+    const auto report = feed.run(paced_producer_of(items, slot, std::chrono::milliseconds(1)), axpb_stage,
+                                 [&](std::span<const float> out, std::size_t k) { check(out, k); });
+    EXPECT_EQ(report.items, items);
+    expect_every_item(check, items);
+    ASSERT_TRUE(report.dedicated_issuer_from.has_value());
+    EXPECT_EQ(*report.dedicated_issuer_from, slots + overlap::cuda::feed_automatic_issuer_after);
+  }
+}
+
+// A producer the GPU keeps waiting (each stage 300 us, the producer quick)
+// keeps the issuing on its own thread, as do the explicit choices; a
+// dedicated issuer issues from item 0.
+TEST(FeedAutomaticIssuer, AProducerTheGpuKeepsWaitingIssuesEveryItemItself) {
+  SKIP_WITHOUT_GPU();
+  constexpr std::size_t slot = 4099;
+  constexpr std::size_t items = 30;
+  const auto slow_stage = [](std::span<const float> in, std::span<float> out, stream_view s, std::size_t) {
+    overlap_test::launch_slow_axpb(in.data(), out.data(), in.size(), 300, 8, 256, s);
+  };
+  for (const feed_issuing_thread thread :
+       {feed_issuing_thread::automatic, feed_issuing_thread::producer, feed_issuing_thread::dedicated}) {
+    feed_options options = with(slot, 3U);
+    options.issuing_thread = thread;
+    Feed<float> feed(options);
+    checking_consumer check{slot};
+    const auto report = feed.run(producer_of(items, slot), slow_stage,
+                                 [&](std::span<const float> out, std::size_t k) { check(out, k); });
+    EXPECT_EQ(report.items, items);
+    EXPECT_EQ(check.next, items);
+    EXPECT_EQ(check.bad_elements, 0U);
+    if (thread == feed_issuing_thread::dedicated) {
+      EXPECT_EQ(report.dedicated_issuer_from, std::optional<std::size_t>(0));
+    } else {
+      EXPECT_FALSE(report.dedicated_issuer_from.has_value()) << *report.dedicated_issuer_from;
+    }
+  }
+}
 
 // Both ways of waiting, with items far shorter than the polling window and
 // items longer than it (3 ms: the poll gives way to a blocking wait).
@@ -212,18 +284,11 @@ TEST(FeedSlowProducer, EveryItemArrivesOnceInOrderAndExactOverRuns) {
       Feed<float> feed(options);
       for (int run = 0; run < 3; ++run) {
         checking_consumer check{slot};
-        const auto produce = producer_of(items, slot);
-        const auto report = feed.run(
-            [&](std::span<float> s, std::size_t k) {
-              std::this_thread::sleep_for(std::chrono::microseconds(300));
-              return produce(s, k);
-            },
-            axpb_stage, [&](std::span<const float> out, std::size_t k) { check(out, k); });
+        const auto report =
+            feed.run(paced_producer_of(items, slot, std::chrono::microseconds(300)), axpb_stage,
+                     [&](std::span<const float> out, std::size_t k) { check(out, k); });
         EXPECT_EQ(report.items, items);
-        EXPECT_EQ(check.next, items);
-        EXPECT_EQ(check.out_of_order, 0U);
-        EXPECT_EQ(check.wrong_size, 0U);
-        EXPECT_EQ(check.bad_elements, 0U);
+        expect_every_item(check, items);
         // The producer set the pace: 40 sleeps of 300 us.
         EXPECT_GE(report.wall_ms, 0.3 * items);
       }
@@ -368,8 +433,9 @@ void expect_backpressure(feed_issuing_thread thread) {
 
 TEST(FeedBackpressure, TheProducerIsNeverMoreThanSlotsItemsAheadAndReachesIt) {
   SKIP_WITHOUT_GPU();
-  for (const feed_issuing_thread thread : {feed_issuing_thread::producer, feed_issuing_thread::dedicated}) {
-    SCOPED_TRACE(thread == feed_issuing_thread::producer ? "issuing on the producer" : "dedicated issuer");
+  for (const feed_issuing_thread thread :
+       {feed_issuing_thread::producer, feed_issuing_thread::dedicated, feed_issuing_thread::automatic}) {
+    SCOPED_TRACE(static_cast<int>(thread));
     expect_backpressure(thread);
   }
 }
@@ -398,8 +464,8 @@ TEST(FeedBackpressure, WaitingForASlowConsumerDoesNotSpin) {
 // Runs a feed of `options` whose `part` throws at item `bad`, checks the
 // error (its message saying "<part> failed at item <bad><where>") and the
 // items the consumer saw, then a clean run on the same Feed.
-void expect_failure_on(const feed_options& options, feed_part part, std::size_t bad,
-                       const std::string& where) {
+void expect_failure_on(const feed_options& options, feed_part part, std::size_t bad, const std::string& where,
+                       std::chrono::microseconds producer_pause = std::chrono::microseconds(0)) {
   const std::size_t slot = options.slot_elements;
   Feed<float> feed(options);
   std::vector<std::size_t> seen;
@@ -408,6 +474,7 @@ void expect_failure_on(const feed_options& options, feed_part part, std::size_t 
     (void)feed.run(
         [&](std::span<float> s, std::size_t k) {
           if (part == feed_part::producer && k == bad) throw std::runtime_error("camera unplugged");
+          if (producer_pause.count() > 0) std::this_thread::sleep_for(producer_pause);
           return produce(s, k);
         },
         [&](std::span<const float> in, std::span<float> out, stream_view s, std::size_t k) {
@@ -477,6 +544,16 @@ TEST(FeedFailure, AConsumerThatThrowsStopsTheFeedAtItsItem) {
   expect_failure_at(feed_part::consumer, 13);
   expect_failure_at(feed_part::consumer, 13, feed_issue::graph_per_slot);
   expect_failure_at(feed_part::producer, 7, feed_issue::graph_per_slot);
+}
+
+// A failure after the hand-over (item 20; the issuing moved at item 11):
+// the items before it arrive, none after, and the feed runs again.
+TEST(FeedAutomaticIssuer, AFailureAfterTheHandOverStopsTheFeedAfterTheItemsBeforeIt) {
+  SKIP_WITHOUT_GPU();
+  for (const feed_part part : {feed_part::producer, feed_part::stage, feed_part::consumer}) {
+    SCOPED_TRACE(std::string(overlap::cuda::to_string(part)));
+    expect_failure_on(with(3001, 3U), part, 20, "", std::chrono::microseconds(1000));
+  }
 }
 
 TEST(FeedFailure, AnItemLargerThanTheSlotIsAProducerError) {

@@ -97,7 +97,7 @@ std::string frames_text(const bench::feed_result& f) {
   }
   for (const bench::paced_result& p : f.paced) {
     text += fmt::format(
-        "  producer {:g} us per frame, issuing on the {} thread: {:.3f} ms against max({:.3f} ms of "
+        "  producer {:g} us per frame, issuing thread {}: {:.3f} ms against max({:.3f} ms of "
         "producing, the GPU-bound {:.3f} ms) = {:.3f}x\n",
         p.producer_us, p.issuing_thread, p.row.device_ms.median,
         p.producer_us * static_cast<double>(f.frames) / 1e3, feed.device_ms.median,

@@ -287,8 +287,9 @@ struct paced_result {
   double floor_ms = 0.0;
   /// The measured feed_paced row (verified).
   variant_result row;
-  /// The thread that issued the copies and stages: "producer" or "dedicated".
-  std::string issuing_thread = "producer";
+  /// The feed's issuing thread: "automatic" (the default Feed's: the
+  /// producer's, then the feed's own once the producer sets the pace) or "dedicated".
+  std::string issuing_thread = "automatic";
 };
 
 /// The frames workload, measured.

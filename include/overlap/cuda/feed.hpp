@@ -5,9 +5,10 @@
 // with its device buffers; the copies and stages go on a stream per stage
 // (feed_options::streams). A producer fills the next slot's
 // input on the host (on the thread that called run()), the stage launches
-// the kernel (on the thread that issues the copies: the producer's, or with
-// feed_issuing_thread::dedicated one of the feed's own, so that issuing
-// does not add to a slow producer), and a consumer receives each finished
+// the kernel (on the thread that issues the copies: the producer's while
+// the GPU sets the pace, then one of the feed's own if the producer turns
+// out to, so that issuing does not add to a slow producer; or always one
+// of them: feed_issuing_thread), and a consumer receives each finished
 // output, in item order, on a thread of its own (kept by the Feed between
 // runs, as the dedicated issuer is), so the producer of item k + N - 1 runs
 // while item k is on the GPU and the consumer of item k - 1 runs. When every slot is in flight the producer
@@ -73,7 +74,19 @@ enum class feed_issuing_thread : std::uint8_t {
   /// A thread of the feed's own: the producer only produces, so a producer
   /// slower than the GPU sets the pace alone. One more hand-off per item.
   dedicated,
+  /// The producer's thread while the GPU sets the pace; from early in the
+  /// run on, a thread of the feed's own if the producer does: when the
+  /// producer never had to wait for a free slot over the items after the
+  /// first slots-full (feed_automatic_issuer_after), the items after them
+  /// go to the dedicated issuer (feed_report::dedicated_issuer_from). A
+  /// run over several GPUs issues on the producer's threads.
+  automatic,
 };
+
+/// Items an automatic issuing thread watches, after the slots first fill,
+/// before it decides: the producer must have waited for a slot on at most
+/// an eighth of them to hand the issuing to a thread of the feed's own.
+inline constexpr std::size_t feed_automatic_issuer_after = 8;
 
 /// How a Feed's threads wait for the GPU (an item's upload, its download).
 enum class feed_wait : std::uint8_t {
@@ -105,8 +118,9 @@ struct feed_options {
   output_ratio ratio;
   /// Runtime calls per item, or graphs replayed per slot.
   feed_issue issue = feed_issue::direct;
-  /// The producer's thread issues, or a thread of the feed's own.
-  feed_issuing_thread issuing_thread = feed_issuing_thread::producer;
+  /// The producer's thread issues, a thread of the feed's own, or the
+  /// second from early in the run if the producer sets the pace.
+  feed_issuing_thread issuing_thread = feed_issuing_thread::automatic;
   /// How the threads wait for uploads and downloads.
   feed_wait wait = feed_wait::poll;
   /// A stream per stage (uploads, stages, downloads; the stage is called
@@ -159,6 +173,11 @@ struct feed_report {
   /// The most items produced and not yet consumed at once (<= slots).
   std::size_t most_ahead = 0;
   bool stopped = false;  ///< stop() ended the run before the producer said it was done
+  /// The first item a thread of the feed's own issued: 0 with
+  /// feed_issuing_thread::dedicated; with automatic, the item after those
+  /// it watched when the producer set the pace; empty when the producer's
+  /// thread issued every item.
+  std::optional<std::size_t> dedicated_issuer_from;
   /// The run as a FeedShape (its first max_described_items items, and the
   /// producer's and consumer's median times): make_feed_program(shape)
   /// simulates, checks or draws it. Over several GPUs, the first GPU's part.
