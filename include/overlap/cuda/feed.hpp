@@ -283,7 +283,11 @@ class Feed {
   using producer_function = std::function<std::optional<std::size_t>(std::span<In> slot, std::size_t item)>;
   /// Launches the kernel for one item on `stream`: `in` and `out` are device
   /// memory. Called on the thread that issues (options().issuing_thread),
-  /// with the caller's device current.
+  /// with the caller's device current, one item at a time, in item order.
+  /// By default (automatic) that thread can change early in a run, from
+  /// the producer's to the feed's own, after which the stage runs beside
+  /// the producer: state they share needs a lock or an atomic, or set
+  /// feed_issuing_thread::producer.
   using stage_function =
       std::function<void(std::span<const In> in, std::span<Out> out, stream_view stream, std::size_t item)>;
   /// Receives item `item`'s output (pinned host memory, valid during the
