@@ -302,7 +302,7 @@ struct feed_result {
   std::vector<variant_result> variants;  ///< ping_pong, hand_tuned_slots, feed_default, feed (per slot
                                          ///< count), feed_graphs, feed_dedicated
   std::vector<paced_result>
-      paced;  ///< per producer time, issuing on the producer's thread then a dedicated one
+      paced;  ///< per producer time, the default Feed (automatic issuing thread), then a dedicated issuer
 };
 
 /// The pageable workload, measured.
