@@ -55,6 +55,41 @@ TEST(Program, WithoutOpsKeepsStreamsEventsNameAndUnitSoOpsCanBeAppendedAgain) {
   EXPECT_EQ(p.ops().size(), 3u);  // the original keeps its ops
 }
 
+TEST(Program, CopiesShareOpsUntilOneChangesAndNeitherSeesTheOthersChanges) {
+  Program p;
+  const stream_id s = p.add_stream("s1");
+  const event_id e = p.add_event("e");
+  p.copy(s, copy_direction::h2d, 64);
+  p.record(e, s);
+
+  const Program shared = p;
+  EXPECT_EQ(&shared.ops(), &p.ops());  // a copy costs a reference count, not the ops
+  Program changed = p;
+  changed.kernel(changed.add_stream("s2", stream_kind::non_blocking, 0, 1), 1.0);
+  changed.last().label = "relabelled";
+  changed.add_event("e2");
+
+  // The original and its other copy keep what they had...
+  ASSERT_EQ(p.ops().size(), 2u);
+  EXPECT_EQ(p.streams().size(), 1u);
+  EXPECT_EQ(p.events().size(), 1u);
+  EXPECT_EQ(p.device_count(), 1u);
+  EXPECT_FALSE(p.find_stream("s2"));
+  EXPECT_FALSE(p.find_event("e2"));
+  EXPECT_EQ(&shared.ops(), &p.ops());
+  // ... and the changed copy has its own.
+  ASSERT_EQ(changed.ops().size(), 3u);
+  EXPECT_EQ(changed.ops()[2].label, "relabelled");
+  EXPECT_EQ(changed.device_count(), 2u);
+  EXPECT_TRUE(changed.find_stream("s2"));
+  EXPECT_TRUE(changed.find_event("e2"));
+
+  // Changing the original after copying leaves the copy as it was.
+  p.last().label = "mine";
+  EXPECT_EQ(p.ops()[1].label, "mine");
+  EXPECT_NE(shared.ops()[1].label, "mine");
+}
+
 TEST(Program, RejectsBadArgumentsNamingThem) {
   Program p;
   const stream_id s = p.add_stream("s1");

@@ -120,6 +120,20 @@ void require_time(const std::optional<double>& value, op_kind kind, bool require
 
 }  // namespace
 
+const Program::contents& Program::read() const noexcept {
+  static const contents none;
+  return contents_ ? *contents_ : none;
+}
+
+Program::contents& Program::write() {
+  if (!contents_) {
+    contents_ = std::make_shared<contents>();
+  } else if (contents_.use_count() > 1) {
+    contents_ = std::make_shared<contents>(*contents_);  // another copy keeps the shared one
+  }
+  return *contents_;
+}
+
 stream_id Program::add_stream(std::string stream_name, stream_kind kind, int priority, device_id device) {
   if (stream_name.empty()) throw invalid_input("stream name: must not be empty");
   if (find_stream(stream_name)) throw invalid_input(fmt::format("stream '{}': declared twice", stream_name));
@@ -130,14 +144,15 @@ stream_id Program::add_stream(std::string stream_name, stream_kind kind, int pri
   if (kind == stream_kind::legacy_default) {
     if (const auto existing = find_legacy_default_stream(device)) {
       throw invalid_input(fmt::format("stream '{}': the legacy default stream of device {} is already '{}'",
-                                      stream_name, device, streams_[*existing].name));
+                                      stream_name, device, read().streams[*existing].name));
     }
   }
-  const auto id = static_cast<stream_id>(streams_.size());
-  stream_index_.emplace(stream_name, id);
   use_devices(device + 1);
-  if (kind == stream_kind::legacy_default) legacy_streams_[device] = id;
-  streams_.push_back(Stream{std::move(stream_name), kind, priority, device});
+  contents& c = write();
+  const auto id = static_cast<stream_id>(c.streams.size());
+  c.stream_index.emplace(stream_name, id);
+  if (kind == stream_kind::legacy_default) c.legacy_streams[device] = id;
+  c.streams.push_back(Stream{std::move(stream_name), kind, priority, device});
   return id;
 }
 
@@ -146,30 +161,39 @@ void Program::use_devices(std::uint32_t count) {
     throw invalid_input(
         fmt::format("devices: {} is out of range (expected 1 to {})", count, limits::max_devices));
   }
-  device_count_ = std::max(device_count_, count);
-  if (legacy_streams_.size() < device_count_) legacy_streams_.resize(device_count_);
+  const contents& now = read();
+  if (count <= now.device_count && now.legacy_streams.size() >= now.device_count)
+    return;  // shares nothing out
+  contents& c = write();
+  c.device_count = std::max(c.device_count, count);
+  if (c.legacy_streams.size() < c.device_count) c.legacy_streams.resize(c.device_count);
 }
 
 std::optional<stream_id> Program::find_legacy_default_stream(device_id device) const noexcept {
-  return device < legacy_streams_.size() ? legacy_streams_[device] : std::nullopt;
+  const contents& c = read();
+  return device < c.legacy_streams.size() ? c.legacy_streams[device] : std::nullopt;
 }
 
 void Program::reserve(std::size_t streams, std::size_t ops) {
-  streams_.reserve(streams);
-  stream_index_.reserve(streams);
-  ops_.reserve(ops);
+  contents& c = write();
+  c.streams.reserve(streams);
+  c.stream_index.reserve(streams);
+  c.ops.reserve(ops);
 }
 
 Program Program::without_ops() const {
   Program copy;
   copy.name = name;
   copy.time_unit = time_unit;
-  copy.streams_ = streams_;
-  copy.events_ = events_;
-  copy.stream_index_ = stream_index_;
-  copy.event_index_ = event_index_;
-  copy.legacy_streams_ = legacy_streams_;
-  copy.device_count_ = device_count_;
+  if (contents_) {
+    contents& c = copy.write();
+    c.streams = contents_->streams;
+    c.events = contents_->events;
+    c.stream_index = contents_->stream_index;
+    c.event_index = contents_->event_index;
+    c.legacy_streams = contents_->legacy_streams;
+    c.device_count = contents_->device_count;
+  }
   return copy;
 }
 
@@ -182,21 +206,24 @@ stream_id Program::legacy_default_stream(device_id device) {
 event_id Program::add_event(std::string event_name) {
   if (event_name.empty()) throw invalid_input("event name: must not be empty");
   if (find_event(event_name)) throw invalid_input(fmt::format("event '{}': declared twice", event_name));
-  const auto id = static_cast<event_id>(events_.size());
-  event_index_.emplace(event_name, id);
-  events_.push_back(std::move(event_name));
+  contents& c = write();
+  const auto id = static_cast<event_id>(c.events.size());
+  c.event_index.emplace(event_name, id);
+  c.events.push_back(std::move(event_name));
   return id;
 }
 
 std::optional<stream_id> Program::find_stream(std::string_view stream_name) const noexcept {
-  const auto found = stream_index_.find(stream_name);
-  if (found == stream_index_.end()) return std::nullopt;
+  const contents& c = read();
+  const auto found = c.stream_index.find(stream_name);
+  if (found == c.stream_index.end()) return std::nullopt;
   return found->second;
 }
 
 std::optional<event_id> Program::find_event(std::string_view event_name) const noexcept {
-  const auto found = event_index_.find(event_name);
-  if (found == event_index_.end()) return std::nullopt;
+  const contents& c = read();
+  const auto found = c.event_index.find(event_name);
+  if (found == c.event_index.end()) return std::nullopt;
   return found->second;
 }
 
@@ -206,7 +233,7 @@ void Program::validate(const Op& op) const {
                            op.kind == op_kind::event_synchronize;
   if (needs_stream && !op.stream)
     throw invalid_input(fmt::format("{}: stream: required", to_string(op.kind)));
-  if (op.stream && *op.stream >= streams_.size()) {
+  if (op.stream && *op.stream >= read().streams.size()) {
     throw invalid_input(fmt::format("{}: stream: id {} is not declared", to_string(op.kind), *op.stream));
   }
   if (op.device >= limits::max_devices) {
@@ -228,8 +255,8 @@ void Program::validate(const Op& op) const {
           fmt::format("copy: peer: from and to are both device {} (a copy within one device is a plain d2d)",
                       op.peer->to));
     }
-    if (op.stream && *op.stream < streams_.size()) {
-      const Stream& s = streams_[*op.stream];
+    if (op.stream && *op.stream < read().streams.size()) {
+      const Stream& s = read().streams[*op.stream];
       if (s.device != op.peer->from && s.device != op.peer->to) {
         throw invalid_input(fmt::format(
             "copy: stream: '{}' is on device {}, neither end of the peer copy from device {} to device {}",
@@ -238,7 +265,7 @@ void Program::validate(const Op& op) const {
     }
   }
   if (needs_event && !op.event) throw invalid_input(fmt::format("{}: event: required", to_string(op.kind)));
-  if (op.event && *op.event >= events_.size()) {
+  if (op.event && *op.event >= read().events.size()) {
     throw invalid_input(fmt::format("{}: event: id {} is not declared", to_string(op.kind), *op.event));
   }
   const bool duration_required =
@@ -266,18 +293,19 @@ void Program::validate(const Op& op) const {
 
 op_id Program::append(Op op) {
   // A stream op runs on its stream's device, whatever the caller set.
-  if (op.stream && *op.stream < streams_.size()) op.device = streams_[*op.stream].device;
+  if (op.stream && *op.stream < read().streams.size()) op.device = read().streams[*op.stream].device;
   validate(op);
   use_devices(op.device + 1);
   if (op.peer) use_devices(std::max(op.peer->from, op.peer->to) + 1);
   if (op.label.empty()) op.label = default_label(op);
-  ops_.push_back(std::move(op));
-  return static_cast<op_id>(ops_.size() - 1);
+  std::vector<Op>& ops = write().ops;
+  ops.push_back(std::move(op));
+  return static_cast<op_id>(ops.size() - 1);
 }
 
 Op& Program::last() {
-  if (ops_.empty()) throw error("Program::last: the program has no ops");
-  return ops_.back();
+  if (read().ops.empty()) throw error("Program::last: the program has no ops");
+  return write().ops.back();
 }
 
 op_id Program::copy(stream_id stream, copy_direction direction, std::uint64_t bytes, host_memory memory,

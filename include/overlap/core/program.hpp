@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -177,7 +178,9 @@ struct Op {
 /// Builders append ops and validate their arguments at once, throwing
 /// overlap::invalid_input naming the bad argument; a Program that exists is
 /// well formed (every stream and event id refers to something declared) and
-/// within limits.hpp's bounds on durations and byte counts.
+/// within limits.hpp's bounds on durations and byte counts. A Program is a
+/// value; copies share their ops until one of them changes, so copying one
+/// costs a reference count.
 class Program {
  public:
   Program() = default;
@@ -196,7 +199,7 @@ class Program {
   void use_devices(std::uint32_t count);
   /// GPUs the program uses: one more than the highest device of its
   /// streams and ops (peer copies' ends included), or as declared; at least 1.
-  [[nodiscard]] std::uint32_t device_count() const noexcept { return device_count_; }
+  [[nodiscard]] std::uint32_t device_count() const noexcept { return read().device_count; }
   /// Room for `streams` streams and `ops` ops, for builders that know their size.
   void reserve(std::size_t streams, std::size_t ops);
   /// Adds an event and returns its id. Names must be unique and non-empty.
@@ -245,11 +248,11 @@ class Program {
   [[nodiscard]] Program without_ops() const;
 
   /// Declared streams, indexed by stream_id.
-  [[nodiscard]] const std::vector<Stream>& streams() const noexcept { return streams_; }
+  [[nodiscard]] const std::vector<Stream>& streams() const noexcept { return read().streams; }
   /// Declared event names, indexed by event_id.
-  [[nodiscard]] const std::vector<std::string>& events() const noexcept { return events_; }
+  [[nodiscard]] const std::vector<std::string>& events() const noexcept { return read().events; }
   /// Every op in host issue order, indexed by op_id.
-  [[nodiscard]] const std::vector<Op>& ops() const noexcept { return ops_; }
+  [[nodiscard]] const std::vector<Op>& ops() const noexcept { return read().ops; }
   /// The id of the stream named `stream_name`; empty if none is declared.
   [[nodiscard]] std::optional<stream_id> find_stream(std::string_view stream_name) const noexcept;
   /// The id of the event named `event_name`; empty if none is declared.
@@ -263,19 +266,31 @@ class Program {
  private:
   void validate(const Op& op) const;
 
-  std::vector<Stream> streams_;
-  std::vector<std::string> events_;
-  std::vector<Op> ops_;
   // Name lookups: builders check every new name, so a linear search made
   // building a program of a million streams quadratic.
   struct name_hash {
     using is_transparent = void;
     std::size_t operator()(std::string_view key) const noexcept { return std::hash<std::string_view>{}(key); }
   };
-  std::unordered_map<std::string, stream_id, name_hash, std::equal_to<>> stream_index_;
-  std::unordered_map<std::string, event_id, name_hash, std::equal_to<>> event_index_;
-  std::vector<std::optional<stream_id>> legacy_streams_;  // by device
-  std::uint32_t device_count_ = 1;
+  /// The declarations and ops, shared by copies until one of them changes
+  /// (copy on write): a Pipeline gives each run's report its Program, and
+  /// copying and dropping a few hundred ops with their strings cost a run
+  /// about 10 us of host time before its next call (bench/RESULTS.md, issue 38).
+  struct contents {
+    std::vector<Stream> streams;
+    std::vector<std::string> events;
+    std::vector<Op> ops;
+    std::unordered_map<std::string, stream_id, name_hash, std::equal_to<>> stream_index;
+    std::unordered_map<std::string, event_id, name_hash, std::equal_to<>> event_index;
+    std::vector<std::optional<stream_id>> legacy_streams;  // by device
+    std::uint32_t device_count = 1;
+  };
+  /// The contents to read (an empty one's when there are none yet).
+  [[nodiscard]] const contents& read() const noexcept;
+  /// The contents to change, this Program's own (copied first when shared).
+  contents& write();
+
+  std::shared_ptr<contents> contents_;  // null until the first change
 };
 
 }  // namespace overlap
