@@ -1,6 +1,7 @@
 // A Pipeline run over several GPUs (pipeline_options::devices): the input
 // cut into one contiguous part per GPU, each part run as its own pipeline on
-// its GPU from a host thread of its own, the reports joined into one.
+// its GPU, the first on the calling thread and the others on threads kept
+// between runs, the reports joined into one.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,13 +9,13 @@
 #include <cmath>
 #include <exception>
 #include <optional>
-#include <thread>
 
 #include "overlap/core/program_join.hpp"
 #include "overlap/cuda/device_scope.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/memory.hpp"
 #include "overlap/cuda/pipeline.hpp"
+#include "parked_thread.hpp"
 #include "pipeline_issue.hpp"
 
 namespace overlap::cuda {
@@ -161,7 +162,7 @@ run_report pipeline_engine::run_on_devices(const erased_run& r, const pipeline_o
   const auto run_part = [&](std::size_t i) {
     try {
       const part& p = parts[i];
-      check(cudaSetDevice(p.device), "cudaSetDevice", fmt::format("GPU {}", p.device));
+      const device_scope on(p.device);  // the caller's thread gets its GPU back
       const std::size_t base = p.first_chunk;
       const erased_stage numbered = [&stage, base](const void* in, std::size_t n, void* out, std::size_t m,
                                                    stream_view s, std::size_t chunk) {
@@ -179,23 +180,24 @@ run_report pipeline_engine::run_on_devices(const erased_run& r, const pipeline_o
   for (const part& p : parts)
     key.insert(key.end(), {static_cast<std::size_t>(p.device), p.in_offset, p.run.input_elements, p.chunks});
   const bool rejoin = key != joined_key_;
+  // Parts after the first run on parked threads: starting a thread and
+  // ending it (the CUDA runtime's per-thread cleanup included) cost a run
+  // tens of microseconds, as it did the Feed (bench/RESULTS.md, issue 38).
+  // Made before any part starts, so that a thread that cannot start leaves
+  // nothing running.
+  while (part_threads_.size() + 1 < parts.size()) part_threads_.push_back(std::make_unique<parked_thread>());
   {
-    std::vector<std::thread> threads;
-    threads.reserve(parts.size());
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-      try {
-        threads.emplace_back(run_part, i);
-      } catch (...) {
-        failures[i] = std::current_exception();
-      }
-    }
+    for (std::size_t i = 1; i < parts.size(); ++i)
+      part_threads_[i - 1]->start([&run_part, i] { run_part(i); });
     std::exception_ptr copy_failed;
     try {
       if (!rejoin) joined.program = joined_program_;
     } catch (...) {
-      copy_failed = std::current_exception();  // rethrown once every thread is joined
+      copy_failed = std::current_exception();  // rethrown once every part is done
     }
-    for (auto& t : threads) t.join();  // every GPU drains, whatever another did
+    run_part(0);
+    // Every GPU drains, whatever another did; run_part keeps what it throws.
+    for (std::size_t i = 1; i < parts.size(); ++i) part_threads_[i - 1]->wait();
     if (copy_failed) std::rethrow_exception(copy_failed);
   }
 

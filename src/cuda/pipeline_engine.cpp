@@ -12,6 +12,7 @@
 #include "overlap/core/metrics.hpp"
 #include "overlap/cuda/error.hpp"
 #include "overlap/cuda/pipeline.hpp"
+#include "parked_thread.hpp"
 #include "pipeline_issue.hpp"
 
 namespace overlap::cuda {
@@ -84,7 +85,7 @@ run_report pipeline_engine::run_here(const erased_run& r, const pipeline_options
   // t0, then a start and an end event for each of a chunk's 3 ops.
   if (record) res.reserve_timing(1 + std::size_t{6} * p.chunks);
 
-  issuer issue(r, p, settled.shape, stage, record ? op_timing::on : op_timing::off);
+  issuer issue(r, settled, stage, record ? op_timing::on : op_timing::off);
   const auto started = std::chrono::steady_clock::now();
   try {
     issue.issue(settled.report.program, res);

@@ -79,7 +79,6 @@ pipeline_graph capture_pipeline(const erased_run& r, const pipeline_options& opt
   }
   settled.report.host = path;
   const plan& p = settled.p;
-  const PipelineShape& shape = settled.shape;
   g->captured = std::move(settled.report);
   run_report& report = g->captured;
   if (r.input_elements == 0) return pipeline_graph(std::move(g));  // replays nothing
@@ -87,7 +86,7 @@ pipeline_graph capture_pipeline(const erased_run& r, const pipeline_options& opt
                        p.chunk_output_elements * r.output_element_bytes);
   report.device_bytes = g->resources.ring_bytes();
 
-  issuer issue(r, p, shape, stage, op_timing::off);
+  issuer issue(r, settled, stage, op_timing::off);
   const auto started = std::chrono::steady_clock::now();
   {
     stream_capture capture(g->resources.streams[0]);

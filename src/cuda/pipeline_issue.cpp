@@ -112,7 +112,7 @@ settled_run settle_run(const erased_run& r, const pipeline_options& options, con
                        host_path& path) {
   // Checked first with the fixed fraction, so that planning (tens of
   // milliseconds) runs once, after the stage is calibrated.
-  settled_run s{make_plan(r, options, nullptr, chunk_planning::deferred), {}, {}};
+  settled_run s{make_plan(r, options, nullptr, chunk_planning::deferred), {}, {}, {}};
   s.report = report_of(s.p, r);
   if (r.input_elements == 0) return s;
   path = reach_host_data(r, s.p, options, registrations);
@@ -141,6 +141,7 @@ settled_run settle_run(const erased_run& r, const pipeline_options& options, con
   }
   // Described (and race-checked) once, with the chunking settled.
   s.shape = describe_run(s.p, r, options, s.report);
+  if (!s.shape.chunk_schedule.empty()) s.extents = chunk_bytes(s.shape);
   s.report.stage_cost = calibration;
   return s;
 }

@@ -41,6 +41,9 @@ struct settled_run {
   plan p;
   PipelineShape shape;
   run_report report;
+  /// Each chunk's bytes under a chunk schedule, listed once here rather
+  /// than by every run (empty when the chunks are uniform).
+  std::vector<ChunkBytes> extents;
   /// The next run is timed to learn the run's bound, and the layout then
   /// changes (layout_adaptation::from_first_run).
   bool learns_bound = false;
@@ -115,12 +118,13 @@ enum class op_timing { off, on };
 /// resources' streams. The chunk being issued is kept so a failure can name it.
 class issuer {
  public:
-  issuer(const erased_run& r, const plan& p, const PipelineShape& shape, const erased_stage& stage,
-         op_timing timing)
-      : run_(r), plan_(p), shape_(shape), stage_(stage), timing_(timing) {
-    // A schedule's extents are listed once; uniform ones are computed per op.
-    if (!shape.chunk_schedule.empty()) extents_ = chunk_bytes(shape);
-  }
+  issuer(const erased_run& r, const settled_run& settled, const erased_stage& stage, op_timing timing)
+      : run_(r),
+        plan_(settled.p),
+        shape_(settled.shape),
+        extents_(settled.extents),
+        stage_(stage),
+        timing_(timing) {}
 
   /// Issues every op up to the final device_synchronize (the caller drains
   /// or joins the streams). Throws what the stage or a CUDA call throws.
@@ -136,9 +140,9 @@ class issuer {
   const erased_run& run_;
   const plan& plan_;
   const PipelineShape& shape_;
+  const std::vector<ChunkBytes>& extents_;  // under a chunk schedule
   const erased_stage& stage_;
   op_timing timing_;
-  std::vector<ChunkBytes> extents_;  // under a chunk schedule
   std::size_t current_chunk_ = 0;
 };
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <numeric>
 #include <ostream>
 #include <random>
 #include <set>
@@ -406,8 +407,17 @@ TEST(PipelineReuse, RunsOfGrowingAndShrinkingSizesStayCorrect) {
     for (std::size_t i = 0; i < n; ++i) expected[i] = transform<float, float>::apply(input[i]);
     EXPECT_TRUE(overlap_test::same_bytes<float>(expected, output.span())) << n << " elements";
     EXPECT_GE(report.device_bytes, report.ring_depth * 2 * report.chunk_bytes) << n << " elements";
-    const std::size_t chunk_elements = report.chunk_bytes / sizeof(float);
-    EXPECT_EQ(report.chunks, (n + chunk_elements - 1) / chunk_elements) << n << " elements";
+    if (report.chunk_schedule.empty()) {
+      const std::size_t chunk_elements = report.chunk_bytes / sizeof(float);
+      EXPECT_EQ(report.chunks, (n + chunk_elements - 1) / chunk_elements) << n << " elements";
+    } else {
+      // A run its first run found bound by the stage (a slow GPU, or one
+      // under compute-sanitizer) ramps its chunks: they still cover the input.
+      EXPECT_EQ(report.chunks, report.chunk_schedule.size()) << n << " elements";
+      EXPECT_EQ(std::accumulate(report.chunk_schedule.begin(), report.chunk_schedule.end(), std::size_t{0}),
+                n * sizeof(float))
+          << n << " elements";
+    }
     const auto& ops = report.program.ops();
     const auto copies = std::count_if(
         ops.begin(), ops.end(), [](const overlap::Op& op) { return op.kind == overlap::op_kind::copy; });

@@ -237,7 +237,8 @@ struct pipeline_options {
   /// GPU, in proportion to each GPU's both-ways link rate when `model` has
   /// host links (`overlap probe --all-devices`), else evenly; each part runs
   /// as its own pipeline on its GPU (streams, ring and chunking per GPU;
-  /// device_budget_bytes holds per GPU), from a host thread of its own, so the
+  /// device_budget_bytes holds per GPU), the first part on the calling thread
+  /// and each other part on a thread the Pipeline keeps between runs, so the
   /// stage is called from several threads at once, each time on a stream of
   /// the chunk's GPU (stream_view::device()) with that GPU current. Chunks
   /// are numbered across the whole input, in order. Not with chunk_schedule,
@@ -406,6 +407,7 @@ enum class chunk_planning { allowed, deferred };
 
 struct pipeline_resources;
 struct graph_state;
+class parked_thread;
 
 /// Streams, events and the device ring, kept between runs.
 class pipeline_engine {
@@ -432,6 +434,10 @@ class pipeline_engine {
   std::unique_ptr<pipeline_resources> resources_;
   /// Per GPU of runs over several: its engine, kept between runs.
   std::vector<std::pair<int, std::unique_ptr<pipeline_engine>>> per_device_;
+  /// The threads that run the parts after the first (the caller's thread
+  /// runs the first), kept between runs: starting and ending a thread that
+  /// used CUDA costs tens of microseconds a run.
+  std::vector<std::unique_ptr<parked_thread>> part_threads_;
   /// The last run over several GPUs: its parts (GPU, first element,
   /// elements, chunks) and their joined Program, reused while the split is
   /// the same, so that a repeated run does not join the parts again after
