@@ -76,8 +76,8 @@ enum class feed_issuing_thread : std::uint8_t {
   dedicated,
   /// The producer's thread while the GPU sets the pace; from early in the
   /// run on, a thread of the feed's own if the producer does: when the
-  /// producer never had to wait for a free slot over the items after the
-  /// first slots-full (feed_automatic_issuer_after), the items after them
+  /// producer waited for a free slot on at most an eighth of the items after
+  /// the first slots-full (feed_automatic_issuer_after), the items after them
   /// go to the dedicated issuer (feed_report::dedicated_issuer_from). A
   /// run over several GPUs issues on the producer's threads.
   automatic,
