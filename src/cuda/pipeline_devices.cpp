@@ -187,8 +187,13 @@ run_report pipeline_engine::run_on_devices(const erased_run& r, const pipeline_o
   // nothing running.
   while (part_threads_.size() + 1 < parts.size()) part_threads_.push_back(std::make_unique<parked_thread>());
   {
-    for (std::size_t i = 1; i < parts.size(); ++i)
-      part_threads_[i - 1]->start([&run_part, i] { run_part(i); });
+    for (std::size_t i = 1; i < parts.size(); ++i) {
+      try {
+        part_threads_[i - 1]->start([&run_part, i] { run_part(i); });
+      } catch (...) {
+        failures[i] = std::current_exception();  // its thread stays idle: waiting for it returns at once
+      }
+    }
     std::exception_ptr copy_failed;
     try {
       if (!rejoin) joined.program = joined_program_;
