@@ -90,7 +90,7 @@ inline constexpr std::size_t feed_automatic_issuer_after = 8;
 
 /// How a Feed's threads wait for the GPU (an item's upload, its download).
 enum class feed_wait : std::uint8_t {
-  /// Query the item's event, sleeping 20 us between queries for its first
+  /// Query the item's event, sleeping 10 us between queries for its first
   /// 2 ms and 200 us after: the thread wakes within microseconds of the
   /// copy, and a long wait costs a few wake-ups a millisecond. The waits
   /// between the feed's threads poll likewise. On the lent machine a
@@ -102,7 +102,7 @@ enum class feed_wait : std::uint8_t {
   /// Block at once: in the driver on blocking-sync events, and on a
   /// condition variable between the feed's threads. The fewest wake-ups,
   /// for feeds whose producer and consumer keep every core busy (a staged
-  /// Pipeline's host copy threads), where 20 us wake-ups take turns from
+  /// Pipeline's host copy threads), where 10 us wake-ups take turns from
   /// them.
   block,
 };
