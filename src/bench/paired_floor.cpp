@@ -39,14 +39,7 @@ void workload_bench::measure_default_paired(workload_result& result) {
   std::vector<variant_result> measured =
       measure(std::move(rows), {kernel_alone, pipeline_runner(p)}, true, {bring_home, {}});
   paired_floor paired{std::move(measured[0]), std::move(measured[1]), {}};
-  const std::vector<double>& floor = paired.floor.device_ms.samples;
-  const std::vector<double>& piped = paired.pipeline.device_ms.samples;
-  std::vector<double> ratios;
-  ratios.reserve(floor.size());
-  for (std::size_t i = 0; i < floor.size() && i < piped.size(); ++i) {
-    if (floor[i] > 0.0) ratios.push_back(piped[i] / floor[i]);
-  }
-  paired.ratio = summarize(std::move(ratios));
+  paired.ratio = run_by_run(paired.pipeline.device_ms.samples, paired.floor.device_ms.samples);
   result.default_paired = std::move(paired);
 }
 

@@ -17,4 +17,13 @@ const variant_result* workload_result::find(variant_kind wanted) const noexcept 
   return nullptr;
 }
 
+const variant_result* workload_result::best_swept() const noexcept {
+  const variant_result* best = nullptr;
+  for (const variant_result& v : variants) {
+    if (v.kind == variant_kind::pipeline && (best == nullptr || v.device_ms.median < best->device_ms.median))
+      best = &v;
+  }
+  return best;
+}
+
 }  // namespace overlap::bench

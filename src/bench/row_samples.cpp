@@ -32,4 +32,13 @@ variant_result row_samples::finish() && {
   return std::move(result);
 }
 
+stats run_by_run(const std::vector<double>& numerators, const std::vector<double>& denominators) {
+  std::vector<double> ratios;
+  ratios.reserve(numerators.size());
+  for (std::size_t i = 0; i < numerators.size() && i < denominators.size(); ++i) {
+    if (denominators[i] > 0.0) ratios.push_back(numerators[i] / denominators[i]);
+  }
+  return summarize(std::move(ratios));
+}
+
 }  // namespace overlap::bench::detail

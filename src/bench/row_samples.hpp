@@ -25,4 +25,9 @@ struct row_samples {
   [[nodiscard]] variant_result finish() &&;
 };
 
+/// numerators[i] / denominators[i] for each run both have (a positive
+/// denominator), summarized: two rows measured alternating, compared run by run.
+[[nodiscard]] stats run_by_run(const std::vector<double>& numerators,
+                               const std::vector<double>& denominators);
+
 }  // namespace overlap::bench::detail

@@ -126,11 +126,11 @@ std::size_t count_steps(const bench_config& config) noexcept {
     // The link sweep (transfer-bound), 4 floors, sequential, two-stream,
     // the default, planned and calibrated Pipelines, the sweep (each chunk
     // size on each stream count, by stage, and by stage on one kernel
-    // stream), the best again; compute-bound: then the default against the
-    // kernel alone, alternating.
+    // stream), the best again; then the default against the kernel alone
+    // (compute-bound) or the sweep's best and the chunked floor
+    // (transfer-bound), alternating.
     const std::size_t link = w.kind == workload_kind::transfer_bound ? 1 : 0;
-    const std::size_t paired = w.kind == workload_kind::compute_bound ? 1 : 0;
-    steps += link + 4 + 5 + w.chunk_bytes.size() * (w.stream_counts.size() + 2) + 1 + paired;
+    steps += link + 4 + 5 + w.chunk_bytes.size() * (w.stream_counts.size() + 2) + 1 + 1;
   }
   // The frame copies, the ping-pong, the hand-tuned loop, the default Feed,
   // each slot count, graphs per slot, a dedicated issuing thread, and each

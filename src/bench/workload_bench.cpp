@@ -51,6 +51,7 @@ workload_result workload_bench::run() {
   measure_pipelines(result);
   measure_best_again(result);
   if (workload_.kind == workload_kind::compute_bound) measure_default_paired(result);
+  if (workload_.kind == workload_kind::transfer_bound) measure_transfer_paired(result);
   return result;
 }
 

@@ -2,7 +2,7 @@
 // the baselines, the Pipeline sweep and the best configuration again. Its
 // member functions are defined by part: workload_bench.cpp (buffers, the
 // timed and checked runs), floors.cpp, baselines.cpp, pipeline_sweep.cpp,
-// best_again.cpp, paired_floor.cpp. Private to src/bench.
+// best_again.cpp, paired_floor.cpp, paired_transfer.cpp. Private to src/bench.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -93,8 +93,9 @@ class workload_bench {
   run_info chunk_loop(std::vector<cuda::stream>& streams, const std::vector<std::uint64_t>& chunk_bytes,
                       bool per_stage, hand_over_events& hand_over);
   void measure_best_again(workload_result& result);
-  // --- paired_floor.cpp
+  // --- paired_floor.cpp, paired_transfer.cpp
   void measure_default_paired(workload_result& result);
+  void measure_transfer_paired(workload_result& result);
 
   const workload_config& workload_;
   const workload_definition& definition_;

@@ -18,9 +18,8 @@ void keep_best(link_rate& best, std::size_t bytes, const measured& gbps) {
   if (gbps.median > best.gigabytes_per_second) best = {gbps.median, bytes, gbps.spread()};
 }
 
-}  // namespace
-
-link_peaks measure_link_peaks(const link_peak_options& options) {
+// The sizes to sweep, checked: the defaults when none are given.
+std::vector<std::size_t> checked_sizes(const link_peak_options& options) {
   std::vector<std::size_t> sizes = options.sizes;
   if (sizes.empty()) sizes = {MiB, 4 * MiB, 16 * MiB, 64 * MiB};
   if (options.reps == 0) throw invalid_input("link peaks: reps: 0 is out of range (expected >= 1)");
@@ -30,16 +29,37 @@ link_peaks measure_link_peaks(const link_peak_options& options) {
     if (sizes[i] == 0)
       throw invalid_input(fmt::format("link peaks: sizes[{}]: 0 is out of range (expected > 0)", i));
   }
-  // Each train walks at least train_bytes of fresh memory, as a pipeline's
-  // copies do, rather than re-copying a region that the host's caches hold.
-  detail::copy_bench bench(std::max(*std::max_element(sizes.begin(), sizes.end()) * 2, options.train_bytes));
+  return sizes;
+}
+
+}  // namespace
+
+// Each train walks at least train_bytes of fresh memory, as a pipeline's
+// copies do, rather than re-copying a region that the host's caches hold.
+link_sweeper::link_sweeper(const link_peak_options& options)
+    : sizes_(checked_sizes(options)),
+      train_bytes_(options.train_bytes),
+      reps_(options.reps),
+      bench_(std::make_unique<detail::copy_bench>(
+          std::max(*std::max_element(sizes_.begin(), sizes_.end()) * 2, train_bytes_))) {}
+
+link_sweeper::~link_sweeper() = default;
+link_sweeper::link_sweeper(link_sweeper&&) noexcept = default;
+link_sweeper& link_sweeper::operator=(link_sweeper&&) noexcept = default;
+
+link_peaks measure_link_peaks(const link_peak_options& options) {
+  return link_sweeper(options).measure();
+}
+
+link_peaks link_sweeper::measure() {
+  detail::copy_bench& bench = *bench_;
   link_peaks peaks;
-  for (const std::size_t bytes : sizes) {
-    const unsigned count = detail::train_length(bytes, options.train_bytes);
+  for (const std::size_t bytes : sizes_) {
+    const unsigned count = detail::train_length(bytes, train_bytes_);
     std::vector<double> up;
     std::vector<double> down;
     std::vector<double> both;
-    for (unsigned r = 0; r < options.reps; ++r) {
+    for (unsigned r = 0; r < reps_; ++r) {
       up.push_back(static_cast<double>(bytes) /
                    (bench.train_ms(copy_direction::h2d, host_memory::pinned, bytes, count) * 1e6));
       down.push_back(static_cast<double>(bytes) /

@@ -103,7 +103,8 @@ TEST(BenchStreams, Json) {
 // The progress total is the rows each workload announces, counted by hand:
 // transfer-bound: the link sweep, 4 floors, sequential, two streams, the
 // default, planned and calibrated Pipelines, 2 x 2 swept, 2 by stage and 2
-// by stage on one kernel stream, the best again (19); compute-bound: the
+// by stage on one kernel stream, the best again, and the default against
+// the sweep's best and the chunked floor, alternating (20); compute-bound: the
 // same without the link sweep, 1 x 3 swept, 1 by stage and 1 on one kernel
 // stream, and the default against the kernel alone, alternating (16);
 // frames: the copy rate, the ping-pong, the hand-tuned loop, the default
@@ -114,13 +115,13 @@ TEST(BenchStreams, ProgressCountsEveryRow) {
   bench::bench_config config;
   config.workloads = {{bench::workload_kind::transfer_bound, 1 << 20, {1 << 20, 2 << 20}, {2, 4}},
                       {bench::workload_kind::compute_bound, 1 << 20, {1 << 20}, {2, 3, 4}}};
-  EXPECT_EQ(bench::count_steps(config), 19U + 16U + 13U + 8U + 9U);
+  EXPECT_EQ(bench::count_steps(config), 20U + 16U + 13U + 8U + 9U);
   config.graph.dag_nodes = 0;  // no DAG row
-  EXPECT_EQ(bench::count_steps(config), 19U + 16U + 13U + 8U + 8U);
+  EXPECT_EQ(bench::count_steps(config), 20U + 16U + 13U + 8U + 8U);
   config.feed.enabled = false;
   config.pageable.enabled = false;
   config.graph.enabled = false;
-  EXPECT_EQ(bench::count_steps(config), 19U + 16U);
+  EXPECT_EQ(bench::count_steps(config), 20U + 16U);
 }
 
 TEST(BenchStreams, AMissingRowIsNamed) {

@@ -194,6 +194,52 @@ TEST(BenchVerdicts, TheComputeDefaultIsJudgedOnTheRowsMeasuredAlternating) {
   EXPECT_FALSE(named(judge(result_of(transfer_workload(), compute), false), "compute_default_vs_floor").pass);
 }
 
+TEST(BenchVerdicts, TheTransferDefaultIsJudgedOnTheRowsAndLinkSweptAlternating) {
+  // Apart, the default is 1.9 ms against a best swept row of 1.6 ms and a
+  // chunked floor of 1.77 ms: it fails both. Measured alternating, with the
+  // link swept after each pair, run by run it is 1.004x, 1.008x and 1.03x
+  // the best (whose runs spread 1.98..2.02 ms: limit 1.01x) and 1.01x,
+  // 1.015x and 1.03x its pair's chunked floor: the medians judge.
+  auto transfer = transfer_workload();
+  bench::paired_transfer paired;
+  paired.pipeline.device_ms = bench::summarize({2.01, 2.02, 2.06});
+  paired.best_swept.device_ms = bench::summarize({2.0, 1.98, 2.02});
+  paired.chunked_floor_ms = bench::summarize({1.99, 1.99, 2.0});
+  paired.to_best_swept = bench::summarize({1.004, 1.008, 1.03});
+  paired.to_chunked_floor = bench::summarize({1.01, 1.015, 1.03});
+  paired.best_to_chunked_floor = bench::summarize({1.005, 0.995, 1.01});
+  transfer.transfer_paired = paired;
+  const Judgement j = judge(result_of(transfer, compute_workload()), false);
+  const Verdict& to_swept = named(j, "transfer_default_vs_best_swept");
+  EXPECT_NEAR(to_swept.value, 1.008, 1e-12);
+  EXPECT_NEAR(to_swept.limit, 1.01, 1e-12);
+  EXPECT_TRUE(to_swept.pass);
+  EXPECT_EQ(
+      to_swept.text,
+      "transfer-bound default Pipeline no slower than the sweep's best configuration (within its spread; "
+      "the two alternating run by run)");
+  const Verdict& to_floor = named(j, "transfer_default_vs_chunked_floor");
+  EXPECT_NEAR(to_floor.value, 1.015, 1e-12);
+  EXPECT_EQ(to_floor.limit, 1.02);
+  EXPECT_TRUE(to_floor.pass);
+  EXPECT_EQ(
+      to_floor.text,
+      "transfer-bound default Pipeline within 1.02x of the chunked floor (the link swept after each run)");
+  // The best Pipeline is the faster of the two paired rows against its floor.
+  const Verdict& best = named(j, "transfer_best_vs_chunked_floor");
+  EXPECT_NEAR(best.value, 1.005, 1e-12);
+  EXPECT_TRUE(best.pass);
+
+  transfer.transfer_paired->to_best_swept = bench::summarize({1.004, 1.012, 1.03});
+  transfer.transfer_paired->to_chunked_floor = bench::summarize({1.01, 1.021, 1.03});
+  transfer.transfer_paired->best_to_chunked_floor = bench::summarize({1.03, 1.025, 1.04});
+  const Judgement slow = judge(result_of(transfer, compute_workload()), false);
+  EXPECT_FALSE(named(slow, "transfer_default_vs_best_swept").pass);
+  EXPECT_FALSE(named(slow, "transfer_default_vs_chunked_floor").pass);
+  EXPECT_NEAR(named(slow, "transfer_best_vs_chunked_floor").value, 1.021, 1e-12);
+  EXPECT_FALSE(named(slow, "transfer_best_vs_chunked_floor").pass);
+}
+
 TEST(BenchVerdicts, AnUnsteadyLinkPutsACaveatOnEveryLinkBoundVerdict) {
   // The fixture's peaks spread 1-2%: no caveat.
   const Judgement steady = judge(result_of(transfer_workload(), compute_workload()), false);

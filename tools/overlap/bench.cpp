@@ -318,6 +318,20 @@ std::string paired_line(const bench::paired_floor& p) {
       p.pipeline.device_ms.median, p.floor.device_ms.median, p.ratio.median, p.ratio.min, p.ratio.max);
 }
 
+// The transfer-bound default Pipeline against the sweep's best and the
+// chunked floor, the rows alternating and the link swept after each pair.
+std::string transfer_paired_line(const bench::paired_transfer& p) {
+  return fmt::format(
+      "default Pipeline against the sweep's best ({}) and the chunked floor, alternating run by run, the "
+      "link swept after each pair: {:.3f} / {:.3f} / {:.3f} ms, {:.4f}x the best (run by run "
+      "{:.4f}..{:.4f}x), "
+      "{:.4f}x the chunked floor ({:.4f}..{:.4f}x; the floor {:.3f}..{:.3f} ms)",
+      p.best_swept.name, p.pipeline.device_ms.median, p.best_swept.device_ms.median,
+      p.chunked_floor_ms.median, p.to_best_swept.median, p.to_best_swept.min, p.to_best_swept.max,
+      p.to_chunked_floor.median, p.to_chunked_floor.min, p.to_chunked_floor.max, p.chunked_floor_ms.min,
+      p.chunked_floor_ms.max);
+}
+
 std::string workload_text(const workload_result& w) {
   const double floor_time = floor_ms(w);
   const double sequential_ms = sequential_of(w).device_ms.median;
@@ -337,6 +351,7 @@ std::string workload_text(const workload_result& w) {
   }
   text += "  " + best_line(w) + "\n";
   if (w.default_paired) text += "  " + paired_line(*w.default_paired) + "\n";
+  if (w.transfer_paired) text += "  " + transfer_paired_line(*w.transfer_paired) + "\n";
   const variant_result& default_pipeline = required(w, variant_kind::pipeline_default);
   const variant_result& two = required(w, variant_kind::two_stream);
   text += fmt::format(
@@ -467,6 +482,15 @@ json workload_json(const workload_result& w) {
     out["default_vs_kernel_paired"] = {{"kernel_alone", row_json(p.floor, floor_time, sequential_ms)},
                                        {"pipeline_default", row_json(p.pipeline, floor_time, sequential_ms)},
                                        {"ratio", stats_json(p.ratio)}};
+  }
+  if (w.transfer_paired) {
+    const bench::paired_transfer& p = *w.transfer_paired;
+    out["default_vs_link_paired"] = {{"pipeline_default", row_json(p.pipeline, floor_time, sequential_ms)},
+                                     {"best_swept", row_json(p.best_swept, floor_time, sequential_ms)},
+                                     {"chunked_floor_ms", stats_json(p.chunked_floor_ms)},
+                                     {"to_best_swept", stats_json(p.to_best_swept)},
+                                     {"to_chunked_floor", stats_json(p.to_chunked_floor)},
+                                     {"best_to_chunked_floor", stats_json(p.best_to_chunked_floor)}};
   }
   out["default_vs_two_stream"] = ratio(required(w, variant_kind::pipeline_default).device_ms.median,
                                        required(w, variant_kind::two_stream).device_ms.median);

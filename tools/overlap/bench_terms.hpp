@@ -114,12 +114,7 @@ inline const bench::variant_result& best_of(const bench::workload_result& w) {
 
 /// The fastest Pipeline of the sweep's uniform chunk sizes; throws overlap::error when none was measured.
 inline const bench::variant_result& best_uniform_of(const bench::workload_result& w) {
-  const bench::variant_result* best = nullptr;
-  for (const bench::variant_result& v : w.variants) {
-    if (v.kind == bench::variant_kind::pipeline &&
-        (best == nullptr || v.device_ms.median < best->device_ms.median))
-      best = &v;
-  }
+  const bench::variant_result* best = w.best_swept();
   if (best == nullptr) throw error(fmt::format("bench: {} has no swept Pipeline", bench::to_string(w.kind)));
   return *best;
 }

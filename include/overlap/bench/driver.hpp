@@ -244,6 +244,22 @@ struct paired_floor {
   stats ratio;              ///< the Pipeline's time over the kernel's, run by run
 };
 
+/// The transfer-bound default Pipeline and the sweep's best uniform
+/// configuration measured again together, alternating run by run, each
+/// pair of runs followed by a sweep of the link (one train per size and
+/// direction) whose chunked floor that pair is judged against: on the lent
+/// H200s the link's rates moved by 5-8% within a bench run, so rows and
+/// floors measured tens of seconds apart disagreed by more than the 2%
+/// their verdicts judge.
+struct paired_transfer {
+  variant_result pipeline;      ///< the default Pipeline (its first run, which adapts the layout, a warm-up)
+  variant_result best_swept;    ///< the sweep's fastest uniform configuration, again
+  stats chunked_floor_ms;       ///< the chunked floor of the sweep after each pair (its chunk count may move)
+  stats to_best_swept;          ///< the default's time over the best swept one's, run by run
+  stats to_chunked_floor;       ///< the default's time over its pair's chunked floor
+  stats best_to_chunked_floor;  ///< the best swept one's time over its pair's chunked floor
+};
+
 /// Everything measured for one workload.
 struct workload_result {
   workload_kind kind = workload_kind::transfer_bound;  ///< which workload
@@ -272,11 +288,16 @@ struct workload_result {
   /// Compute-bound only: the default Pipeline against the kernel alone,
   /// alternating run by run (what its verdict judges).
   std::optional<paired_floor> default_paired;
+  /// Transfer-bound only: the default Pipeline against the sweep's best and
+  /// the chunked floor, alternating run by run (what their verdicts judge).
+  std::optional<paired_transfer> transfer_paired;
 
   /// The floor of that kind; throws overlap::error when absent.
   [[nodiscard]] const variant_result& floor(variant_kind wanted) const;
   /// The first variant of that kind, or nullptr.
   [[nodiscard]] const variant_result* find(variant_kind wanted) const noexcept;
+  /// The sweep's fastest uniform configuration (by median), or nullptr when none was swept.
+  [[nodiscard]] const variant_result* best_swept() const noexcept;
 };
 
 /// A Feed whose producer spends a fixed host time per frame.

@@ -10,9 +10,14 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 namespace overlap::probe {
+
+namespace detail {
+class copy_bench;
+}
 
 /// What to sweep.
 struct link_peak_options {
@@ -49,8 +54,37 @@ struct link_peaks {
   std::vector<link_point> points;
 };
 
-/// Measures on the current device; throws overlap::cuda::cuda_error, or
-/// overlap::invalid_input for an empty size, zero reps or zero train bytes.
+/// The sweep of measure_link_peaks, taken as often as asked with the same
+/// buffers: `overlap bench` sweeps the link again beside each run it
+/// judges against the link, so that both see the link as it was then.
+class link_sweeper {
+ public:
+  /// Checks the options and allocates the buffers (pinned host and device
+  /// memory, each the larger of twice the largest size and train_bytes, two
+  /// of each) on the current device; throws overlap::invalid_input for an
+  /// empty size, zero reps or zero train bytes, overlap::cuda::cuda_error.
+  explicit link_sweeper(const link_peak_options& options = {});
+  ~link_sweeper();  ///< Frees the buffers.
+  link_sweeper(const link_sweeper&) = delete;
+  link_sweeper& operator=(const link_sweeper&) = delete;
+  /// Takes the other's buffers; the other may only be destroyed or assigned to.
+  link_sweeper(link_sweeper&& other) noexcept;
+  /// Frees this one's buffers and takes the other's.
+  link_sweeper& operator=(link_sweeper&& other) noexcept;
+
+  /// Sweeps every size, options.reps timed trains per size and direction.
+  [[nodiscard]] link_peaks measure();
+
+ private:
+  std::vector<std::size_t> sizes_;
+  std::size_t train_bytes_;
+  unsigned reps_;
+  std::unique_ptr<detail::copy_bench> bench_;
+};
+
+/// Measures on the current device (a link_sweeper used once); throws
+/// overlap::cuda::cuda_error, or overlap::invalid_input for an empty size,
+/// zero reps or zero train bytes.
 [[nodiscard]] link_peaks measure_link_peaks(const link_peak_options& options = {});
 
 }  // namespace overlap::probe
