@@ -59,10 +59,11 @@ struct link_peaks {
 /// judges against the link, so that both see the link as it was then.
 class link_sweeper {
  public:
-  /// Checks the options and allocates the buffers (pinned host and device
-  /// memory, each the larger of twice the largest size and train_bytes, two
-  /// of each) on the current device; throws overlap::invalid_input for an
-  /// empty size, zero reps or zero train bytes, overlap::cuda::cuda_error.
+  /// Checks the options and allocates the buffers on the current device:
+  /// two of pinned host memory, two of device memory and one pageable, each
+  /// the larger of twice the largest size and train_bytes. Throws
+  /// overlap::invalid_input for an empty size, zero reps or zero train
+  /// bytes, overlap::cuda::cuda_error.
   explicit link_sweeper(const link_peak_options& options = {});
   ~link_sweeper();  ///< Frees the buffers.
   link_sweeper(const link_sweeper&) = delete;
