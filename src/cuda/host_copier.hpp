@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -33,22 +34,29 @@ class host_copier {
   [[nodiscard]] unsigned threads() const noexcept { return static_cast<unsigned>(workers_.size()) + 1; }
 
  private:
-  void work(unsigned index);
-  void copy_piece(unsigned index) const;
+  void work();
+  /// Copies pieces of round `round` until none is left to take.
+  void copy_pieces(std::uint32_t round);
 
   host_stores stores_;
   std::vector<std::jthread> workers_;
   std::mutex mutex_;
   std::condition_variable start_;
   std::condition_variable finished_;
-  // The copy under way, and which round it is (workers take each round
-  // once). The atomics are also read without the mutex, by threads that
-  // spin a little before they sleep (host_copier.cpp says why).
+  // The copy under way, written under the mutex before its round begins and
+  // left alone until every piece of it is copied.
   std::byte* to_ = nullptr;
   const std::byte* from_ = nullptr;
   std::size_t bytes_ = 0;
-  std::atomic<std::size_t> round_{0};
-  std::atomic<unsigned> pieces_left_{0};
+  std::size_t piece_bytes_ = 0;
+  std::uint32_t round_ = 0;  ///< the caller's count of rounds begun
+  // The round (high 32 bits), its pieces (next 16) and the next piece to
+  // take (low 16), in one word: a thread takes a piece with one
+  // compare-and-swap that also checks the piece belongs to the round whose
+  // buffers it read. Also read without the mutex, by threads that spin a
+  // little before they sleep (host_copier.cpp says why).
+  std::atomic<std::uint64_t> next_{0};
+  std::atomic<std::uint32_t> pieces_done_{0};
   bool stopping_ = false;
 };
 

@@ -3,7 +3,8 @@
 // of every copy is checked, over sizes below, at and above the split and odd
 // ones, at every source and destination alignment, with back-to-back copies
 // (the workers catch each round while spinning) and copies after a pause
-// (they catch it asleep), and pools made and destroyed while idle.
+// (they catch it asleep), with more threads than cores, and pools made and
+// destroyed while idle.
 #include "host_copier.hpp"
 
 #include <gtest/gtest.h>
@@ -52,8 +53,12 @@ TEST(StreamingCopy, CopiesEveryByteAtEveryAlignment) {
 }
 
 TEST(HostCopier, CopiesEveryByteOverThreadCountsAndOddSizes) {
-  const std::vector<std::size_t> sizes = {1, 4093, (std::size_t{512} << 10) - 1, std::size_t{512} << 10,
-                                          (std::size_t{3} << 20) + 12345};
+  const std::vector<std::size_t> sizes = {1,
+                                          4093,
+                                          (std::size_t{512} << 10) - 1,
+                                          std::size_t{512} << 10,
+                                          (std::size_t{3} << 20) + 12345,
+                                          (std::size_t{9} << 20) + 7};
   for (const auto& [threads, stores] :
        {std::pair{1U, host_stores::cached}, std::pair{2U, host_stores::streaming},
         std::pair{3U, host_stores::cached}, std::pair{3U, host_stores::streaming},
@@ -92,6 +97,27 @@ TEST(HostCopier, ManyRoundsBackToBackAndIdlePoolsComeAndGo) {
   for (int i = 0; i < 20; ++i) {
     host_copier fresh(8);
     if (i % 2 == 0) fresh.copy(to.data(), from.data(), from.size());
+  }
+}
+
+// More threads than cores: some wake late or are preempted mid-round while
+// the others take their pieces; each piece is still copied exactly once.
+TEST(HostCopier, MoreThreadsThanCoresCopyEveryPieceOnce) {
+  const unsigned threads = 3 * std::max(std::thread::hardware_concurrency(), 2U);
+  host_copier copier(threads, host_stores::cached);
+  const std::vector<std::uint8_t> from = random_bytes((std::size_t{6} << 20) + 11, 21);
+  std::vector<std::uint8_t> to(from.size());
+  std::mt19937 gen(5);
+  std::uniform_int_distribution<std::size_t> size(std::size_t{512} << 10, from.size());
+  for (int round = 0; round < 100; ++round) {
+    const std::size_t n = size(gen);
+    to.assign(to.size(), 0);
+    copier.copy(to.data(), from.data(), n);
+    ASSERT_TRUE(std::equal(from.begin(), from.begin() + static_cast<std::ptrdiff_t>(n), to.begin()))
+        << "round " << round << ", " << n << " bytes";
+    ASSERT_TRUE(std::all_of(to.begin() + static_cast<std::ptrdiff_t>(n), to.end(),
+                            [](std::uint8_t b) { return b == 0; }))
+        << "round " << round << " wrote past its " << n << " bytes";
   }
 }
 
