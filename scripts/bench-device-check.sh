@@ -44,6 +44,19 @@ for w in d.get("workloads", []):
     if c:
         print(f"  {w['name']}: link floor {w['link_floor']['ms']:.3f} ms, chunked {c['ms']:.3f} ms "
               f"({c['ratio_to_link_floor']:.3f}x, {c['chunks']} chunks), one chunk's copies {c['chunk_copy_ms']}")
+p = d.get("pageable", {})
+if p:
+    rows = " ".join(f"{v['kind'].replace('pageable_', '')}={v['median_ms']:.1f}[{v['min_ms']:.1f}..{v['max_ms']:.1f}]"
+                    for v in p["variants"])
+    print(f"  pageable: floor {p['floor_ms']:.2f} ms; {rows}")
+    q = p.get("paired")
+    if q:
+        print("  pageable paired: " + ", ".join(f"{k} {s['median']:.3f} [{s['min']:.3f}..{s['max']:.3f}]"
+                                               for k, s in q.items()))
+g = d.get("graph", {}).get("dag")
+if g:
+    print("  dag: " + ", ".join(f"{k} {g[k]['median']:.1f} ms" for k in ("build_ms", "schedule_ms", "total_ms")
+                                if isinstance(g.get(k), dict)))
 PY
 done
 echo "done in $((SECONDS - started)) s"

@@ -46,12 +46,7 @@ run_info workload_bench::chunk_loop(std::vector<cuda::stream>& streams,
 
 void workload_bench::measure_best_again(workload_result& result) {
   const variant_result& best = result.variants[result.best_pipeline];
-  cuda::pipeline_options options;
-  if (best.kind == variant_kind::pipeline) {
-    options.chunk_bytes = best.chunk_bytes;
-    options.streams = best.streams;
-    if (best.per_stage) options.assignment = cuda::stream_assignment::per_stage;
-  }
+  const cuda::pipeline_options options = options_of(best);
   // The graph and the bare loop replay the layout the best runs from its
   // second run on: the default adapts its layout after its first
   // (layout_adaptation), which a capture, made before any run, would not.

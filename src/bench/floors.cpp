@@ -47,22 +47,24 @@ void workload_bench::measure_floors(workload_result& result) {
         return whole(2);
       },
       false));
-  // The kernel's input must be the real data: sin/cos time depends on it a little.
-  copy(d_in_.data(), in_.data(), bytes_, cudaMemcpyHostToDevice, a, "input for the kernel floor");
-  a.synchronize();
-  result.floors.push_back(measure_one(
-      variant_kind::floor_kernel, "floor: kernel alone",
-      [&](const cuda::event& start) {
-        start.wait_on(a);
-        launch(d_in_.data(), d_out_.data(), elements_, a.get());
-        a.synchronize();
-        return whole();
-      },
-      false));
+  result.floors.push_back(measure_one(variant_kind::floor_kernel, "floor: kernel alone",
+                                      kernel_alone(a, "input for the kernel floor"), false));
   if (result.link && result.link->points.size() >= 2) {
     result.link->chunked = make_chunked_floor(result.link->points, bytes_, bytes_,
                                               result.floor(variant_kind::floor_kernel).device_ms.median);
   }
+}
+
+runner workload_bench::kernel_alone(cuda::stream& s, const char* what) {
+  // The kernel's input must be the real data: sin/cos time depends on it a little.
+  copy(d_in_.data(), in_.data(), bytes_, cudaMemcpyHostToDevice, s, what);
+  s.synchronize();
+  return [this, &s](const cuda::event& start) {
+    start.wait_on(s);
+    launch(d_in_.data(), d_out_.data(), elements_, s.get());
+    s.synchronize();
+    return whole();
+  };
 }
 
 }  // namespace overlap::bench::detail

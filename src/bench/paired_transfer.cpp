@@ -23,12 +23,8 @@ void workload_bench::measure_transfer_paired(workload_result& result) {
   announce_("default pipeline against the sweep's best and the chunked floor, alternating");
   const variant_result* swept = result.best_swept();
   if (!result.link || result.link->chunked.chunks == 0 || swept == nullptr) return;  // nothing to pair
-  cuda::pipeline_options best_options;
-  best_options.chunk_bytes = swept->chunk_bytes;
-  best_options.streams = swept->streams;
-  if (swept->per_stage) best_options.assignment = cuda::stream_assignment::per_stage;
   pipeline by_default(cuda::pipeline_options{});
-  pipeline best(best_options);
+  pipeline best(options_of(*swept));
 
   probe::link_peak_options sweep = sweep_options(config_.link);
   sweep.reps = 1;  // a train per size and direction after each pair: the link as it was then

@@ -39,6 +39,16 @@ run_info workload_bench::info_of(const cuda::run_report& report) {
   return info;
 }
 
+cuda::pipeline_options workload_bench::options_of(const variant_result& row) {
+  cuda::pipeline_options options;
+  if (row.kind == variant_kind::pipeline) {
+    options.chunk_bytes = row.chunk_bytes;
+    options.streams = row.streams;
+    if (row.per_stage) options.assignment = cuda::stream_assignment::per_stage;
+  }
+  return options;
+}
+
 runner workload_bench::pipeline_runner(pipeline& p) {
   return [this, &p](const cuda::event&) { return info_of(p.run(input(), out_.span(), stage_)); };
 }

@@ -7,7 +7,8 @@
 namespace overlap::bench::detail {
 
 std::vector<variant_result> time_rows(run_clock& clock, unsigned warmup, unsigned reps,
-                                      const std::vector<row_spec>& rows) {
+                                      const std::vector<row_spec>& rows,
+                                      const std::function<void(unsigned round)>& after_round) {
   std::vector<row_samples> samples(rows.size());
   for (std::size_t r = 0; r < rows.size(); ++r) {
     samples[r].result.kind = rows[r].kind;
@@ -22,6 +23,7 @@ std::vector<variant_result> time_rows(run_clock& clock, unsigned warmup, unsigne
       if (hooks.check) hooks.check(i);
       if (i >= warmup) samples[r].add(s);
     }
+    if (after_round) after_round(i);
   }
   std::vector<variant_result> results;
   results.reserve(rows.size());

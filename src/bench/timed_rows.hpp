@@ -29,8 +29,11 @@ struct row_spec {
 /// `warmup` untimed and `reps` timed runs of every row, alternating row by
 /// row within each round, so that drift on a shared machine (the lent
 /// GPUs' links swing by 10% within a minute) hits every row alike.
-[[nodiscard]] std::vector<variant_result> time_rows(run_clock& clock, unsigned warmup, unsigned reps,
-                                                    const std::vector<row_spec>& rows);
+/// `after_round`, when set, runs untimed after each round (0 .. warmup +
+/// reps - 1): a floor measured beside the rows.
+[[nodiscard]] std::vector<variant_result> time_rows(
+    run_clock& clock, unsigned warmup, unsigned reps, const std::vector<row_spec>& rows,
+    const std::function<void(unsigned round)>& after_round = {});
 
 /// `warmup` untimed and `reps` timed runs of `run`, every one checked.
 [[nodiscard]] variant_result time_row(run_clock& clock, unsigned warmup, unsigned reps, variant_kind kind,

@@ -81,6 +81,12 @@ class workload_bench {
   void measure_floors(workload_result& result);
   void measure_baselines(workload_result& result);
   static run_info info_of(const cuda::run_report& report);
+  /// The options that run a swept row's layout again (its chunk size,
+  /// stream count and assignment); the defaults for the default's row.
+  static cuda::pipeline_options options_of(const variant_result& row);
+  /// Uploads the real input (untimed, now) and returns a runner that runs
+  /// the kernel alone over the whole buffer on `s`.
+  runner kernel_alone(cuda::stream& s, const char* what);
   runner pipeline_runner(pipeline& p);
   variant_result measure_pipeline(variant_kind kind, std::string name, const cuda::pipeline_options& options);
   void measure_pipelines(workload_result& result);

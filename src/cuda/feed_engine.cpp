@@ -865,10 +865,12 @@ feed_report feed_run::run() {
     if (drained == cudaSuccess) drained = status;
   };
   const bool every_item_seen_done = !error_ && consumed_ == uploading_ && consumed_ == downloading_;
-  if (!every_item_seen_done && by_stage_) {
-    for (const stream* s : {&res_.up, &res_.compute, &res_.down}) drain(*s);
-  } else if (!every_item_seen_done) {
-    for (const auto& slot : res_.slots) drain(slot->s);
+  if (!every_item_seen_done) {
+    if (by_stage_) {
+      for (const stream* s : {&res_.up, &res_.compute, &res_.down}) drain(*s);
+    } else {
+      for (const auto& slot : res_.slots) drain(slot->s);
+    }
   }
   if (error_) rethrow_failure();
   check(drained, "cudaStreamSynchronize", "draining the feed");

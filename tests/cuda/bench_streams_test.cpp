@@ -74,6 +74,16 @@ TEST(BenchStreams, PageableTableAndSummary) {
   EXPECT_NE(
       text.find("automatic took the staged path one-shot and the pinned path on vectors registered once"),
       std::string::npos);
+  EXPECT_EQ(text.find("alternating"), std::string::npos);  // measured before the rows alternated
+
+  bench::pageable_result alternating = bench_fixtures::pageable_result();
+  alternating.paired = bench_fixtures::pageable_paired();
+  const std::string paired = pageable_text(alternating);
+  EXPECT_NE(paired.find("alternating, the host copy swept after each run: copy floor 26.000 ms "
+                        "(25.000..30.000); stage 0.900x max(1.5x that floor, the pinned Pipeline) "
+                        "(0.850..0.950), 4.00x faster than naive (3.60..4.20), medians run by run\n"),
+            std::string::npos)
+      << paired;
 }
 
 TEST(BenchStreams, Json) {
@@ -98,6 +108,15 @@ TEST(BenchStreams, Json) {
   EXPECT_DOUBLE_EQ(pageable["host_copy"][4]["gigabytes_per_second"].get<double>(), 25.0);
   EXPECT_EQ(pageable["automatic_path"]["one_shot"], "staged");
   EXPECT_NEAR(pageable["variants"][2]["ratio_to_floor"].get<double>(), 1.1, 1e-12);
+  EXPECT_FALSE(pageable.contains("paired"));  // measured before the rows alternated
+
+  bench::pageable_result alternating = bench_fixtures::pageable_result();
+  alternating.paired = bench_fixtures::pageable_paired();
+  const auto paired = pageable_json(alternating)["paired"];
+  EXPECT_DOUBLE_EQ(paired["copy_floor_ms"]["median"].get<double>(), 26.0);
+  EXPECT_EQ(paired["copy_floor_ms"]["samples"].size(), 3U);
+  EXPECT_DOUBLE_EQ(paired["stage_to_staging_floor"]["max"].get<double>(), 0.95);
+  EXPECT_DOUBLE_EQ(paired["naive_to_staged"]["min"].get<double>(), 3.6);
 }
 
 // The progress total is the rows each workload announces, counted by hand:
@@ -109,15 +128,16 @@ TEST(BenchStreams, Json) {
 // stream, and the default against the kernel alone, alternating (16);
 // frames: the copy rate, the ping-pong, the hand-tuned loop, the default
 // Feed, 3 slot counts, graphs, a dedicated issuer, 2 producers x 2 issuing
-// threads (13); pageable: the host copy floor and 7 rows (8); graph: 5
+// threads (13); pageable: the host copy floor, the 4 one-shot rows together
+// and the 3 pinned or registered-once rows together (3); graph: 5
 // branch rows and the recorded run, 2 tiny rows, the DAG (9).
 TEST(BenchStreams, ProgressCountsEveryRow) {
   bench::bench_config config;
   config.workloads = {{bench::workload_kind::transfer_bound, 1 << 20, {1 << 20, 2 << 20}, {2, 4}},
                       {bench::workload_kind::compute_bound, 1 << 20, {1 << 20}, {2, 3, 4}}};
-  EXPECT_EQ(bench::count_steps(config), 20U + 16U + 13U + 8U + 9U);
+  EXPECT_EQ(bench::count_steps(config), 20U + 16U + 13U + 3U + 9U);
   config.graph.dag_nodes = 0;  // no DAG row
-  EXPECT_EQ(bench::count_steps(config), 20U + 16U + 13U + 8U + 8U);
+  EXPECT_EQ(bench::count_steps(config), 20U + 16U + 13U + 3U + 8U);
   config.feed.enabled = false;
   config.pageable.enabled = false;
   config.graph.enabled = false;

@@ -329,6 +329,34 @@ TEST(BenchVerdicts, PageableIsJudgedAgainstTheStagingFloorNaiveAndPinned) {
   EXPECT_FALSE(named(bad, "pageable_stage_vs_staging_floor").pass);
 }
 
+// With the one-shot rows alternating and the host copy swept after each
+// round, the stage is judged run by run: a staged median of 36 ms fails
+// against the start's 20 ms copy floor (1.2x) but passes beside the floor
+// the host kept while it ran.
+TEST(BenchVerdicts, PageableStageIsJudgedRunByRunWhenTheRowsAlternate) {
+  bench::bench_result r = result_of(transfer_workload(), compute_workload());
+  r.pageable = bench_fixtures::pageable_result();
+  r.pageable->variants[2].device_ms = bench::summarize({36.0, 36.0, 36.0});
+  EXPECT_FALSE(named(judge(r, false), "pageable_stage_vs_staging_floor").pass);
+  r.pageable->paired = bench_fixtures::pageable_paired();
+  const Judgement j = judge(r, false);
+  const auto& stage = named(j, "pageable_stage_vs_staging_floor");
+  EXPECT_NEAR(stage.value, 0.9, 1e-12);
+  EXPECT_TRUE(stage.pass);
+  EXPECT_NE(stage.text.find("the host copy swept after each run"), std::string::npos) << stage.text;
+  const auto& naive = named(j, "pageable_stage_vs_naive");
+  EXPECT_NEAR(naive.value, 4.0, 1e-12);
+  EXPECT_TRUE(naive.pass);
+  EXPECT_NE(naive.text.find("(the two alternating run by run)"), std::string::npos) << naive.text;
+
+  r.pageable->paired->stage_to_floor = bench::summarize({1.1, 1.2, 1.3});
+  r.pageable->paired->naive_to_staged = bench::summarize({2.5, 2.9, 3.5});
+  const Judgement slow = judge(r, false);
+  EXPECT_NEAR(named(slow, "pageable_stage_vs_staging_floor").value, 1.2, 1e-12);
+  EXPECT_FALSE(named(slow, "pageable_stage_vs_staging_floor").pass);
+  EXPECT_FALSE(named(slow, "pageable_stage_vs_naive").pass);
+}
+
 TEST(BenchVerdicts, GraphIsJudgedOnItsBranchesTinyKernelsAndTheDag) {
   bench::bench_result r = result_of(transfer_workload(), compute_workload());
   r.graph = bench_fixtures::graph_result();

@@ -59,7 +59,8 @@ constexpr const char* footer = R"(Workloads (docs/hardware.md):
                   Pipeline over pinned copies, and over the vectors registered
                   once; against the host copy floor, (in + out) / the fastest
                   multi-threaded copy from pageable into pinned memory
-                  (memcpy or streaming stores)
+                  (memcpy or streaming stores), swept again after each
+                  round of the one-shot rows, which alternate
   graph           cuda::Graph (issue 13): 8 independent chains of 8 integer
                   kernels, each of SMs / 8 blocks, as a Graph, replayed from
                   a capture, on one stream and on hand-written streams and
@@ -387,10 +388,6 @@ std::string text_report(const bench::bench_result& r, const Judgement& judgement
 }
 
 // --- JSON ----------------------------------------------------------------------
-
-json stats_json(const bench::stats& s) {
-  return {{"median", s.median}, {"min", s.min}, {"max", s.max}, {"samples", s.samples}};
-}
 
 json row_json(const variant_result& v, double floor_time, double sequential_ms) {
   json row = {{"name", v.name},

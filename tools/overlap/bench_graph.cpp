@@ -106,10 +106,6 @@ std::string dag_text(const bench::dag_result& d) {
   return text;
 }
 
-json stats_json(const bench::stats& s) {
-  return {{"median", s.median}, {"min", s.min}, {"max", s.max}, {"samples", s.samples}};
-}
-
 json row_json(const variant_result& v, double floor_time) {
   json r = {{"name", v.name},
             {"kind", bench::to_string(v.kind)},

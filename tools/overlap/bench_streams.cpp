@@ -136,6 +136,16 @@ std::string pageable_text(const bench::pageable_result& p) {
       ratio(row_of(p.variants, variant_kind::pageable_kept).device_ms.median, pinned));
   text += fmt::format("  automatic took the {} path one-shot and the {} path on vectors registered once\n",
                       p.automatic_one_shot, p.automatic_kept);
+  if (p.paired) {
+    const bench::pageable_result::paired_rounds& q = *p.paired;
+    text += fmt::format(
+        "  alternating, the host copy swept after each run: copy floor {:.3f} ms ({:.3f}..{:.3f}); stage "
+        "{:.3f}x max(1.5x that floor, the pinned Pipeline) ({:.3f}..{:.3f}), {:.2f}x faster than naive "
+        "({:.2f}..{:.2f}), medians run by run\n",
+        q.copy_floor_ms.median, q.copy_floor_ms.min, q.copy_floor_ms.max, q.stage_to_floor.median,
+        q.stage_to_floor.min, q.stage_to_floor.max, q.naive_to_staged.median, q.naive_to_staged.min,
+        q.naive_to_staged.max);
+  }
   return text;
 }
 
@@ -166,14 +176,21 @@ json pageable_json(const bench::pageable_result& p) {
     rates.push_back({{"threads", threads}, {"stores", "memcpy"}, {"gigabytes_per_second", rate}});
   for (const auto& [threads, rate] : p.streaming_copy_gbps)
     rates.push_back({{"threads", threads}, {"stores", "streaming"}, {"gigabytes_per_second", rate}});
-  return {{"elements", p.elements},
-          {"bytes_in", p.bytes},
-          {"bytes_out", p.bytes},
-          {"floor", "(bytes in + bytes out) / the fastest host copy from pageable into pinned memory"},
-          {"floor_ms", p.copy_floor_ms},
-          {"host_copy", std::move(rates)},
-          {"variants", std::move(variants)},
-          {"automatic_path", {{"one_shot", p.automatic_one_shot}, {"registered_once", p.automatic_kept}}}};
+  json result = {
+      {"elements", p.elements},
+      {"bytes_in", p.bytes},
+      {"bytes_out", p.bytes},
+      {"floor", "(bytes in + bytes out) / the fastest host copy from pageable into pinned memory"},
+      {"floor_ms", p.copy_floor_ms},
+      {"host_copy", std::move(rates)},
+      {"variants", std::move(variants)},
+      {"automatic_path", {{"one_shot", p.automatic_one_shot}, {"registered_once", p.automatic_kept}}}};
+  if (p.paired) {
+    result["paired"] = {{"copy_floor_ms", stats_json(p.paired->copy_floor_ms)},
+                        {"stage_to_staging_floor", stats_json(p.paired->stage_to_floor)},
+                        {"naive_to_staged", stats_json(p.paired->naive_to_staged)}};
+  }
+  return result;
 }
 
 }  // namespace overlap::cli

@@ -1,5 +1,6 @@
 // What `overlap bench`'s text report, JSON and HTML page all call a
-// workload's parts: its floor, its best Pipeline, its sequential run.
+// workload's parts: its floor, its best Pipeline, its sequential run; and
+// how the JSON writes a median with its spread.
 // CUDA-free (the results are plain data), so the tests need no GPU.
 #pragma once
 
@@ -7,12 +8,18 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "overlap/bench/driver.hpp"
 #include "overlap/core/error.hpp"
 
 namespace overlap::cli {
+
+/// A median with its spread and samples, as every part of the JSON writes one.
+inline nlohmann::ordered_json stats_json(const bench::stats& s) {
+  return {{"median", s.median}, {"min", s.min}, {"max", s.max}, {"samples", s.samples}};
+}
 
 /// The transfer-bound workload's link floor; throws overlap::error when it was not measured.
 inline const bench::link_floor& link_floor_of(const bench::workload_result& w) {

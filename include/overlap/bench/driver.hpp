@@ -341,6 +341,17 @@ struct pageable_result {
   /// The path pageable_memory::automatic took for one-shot vectors: "pinned", "registered" or "staged".
   std::string automatic_one_shot;
   std::string automatic_kept;  ///< the same for vectors the caller keeps registered
+  /// The one-shot rows (naive, registered, staged, automatic) run
+  /// alternating, each round followed by a sweep of the host copy: on the
+  /// lent VMs the host's copy rate and the staged row moved together by up
+  /// to 2.5x between bench calls, and a floor taken seconds before its rows
+  /// judged that drift.
+  struct paired_rounds {
+    stats copy_floor_ms;    ///< copy_floor_ms as swept after each timed round (one copy per setting)
+    stats stage_to_floor;   ///< staged / max(1.5x that round's copy floor, the pinned Pipeline), run by run
+    stats naive_to_staged;  ///< naive / staged, run by run
+  };
+  std::optional<paired_rounds> paired;  ///< absent in results measured before the rows alternated
 };
 
 /// (c): a random DAG declared and mapped on the calling thread (CPU only).
