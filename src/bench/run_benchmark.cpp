@@ -137,8 +137,8 @@ std::size_t count_steps(const bench_config& config) noexcept {
   // paced producer with each issuing thread.
   if (config.feed.enabled) steps += 6 + config.feed.slot_counts.size() + 2 * config.feed.producer_us.size();
   // The host copy floor, the one-shot rows together (the host copy swept
-  // between rounds), and the pinned and registered-once rows together.
-  if (config.pageable.enabled) steps += 3;
+  // between rounds), the pinned row and the two registered-once rows.
+  if (config.pageable.enabled) steps += 5;
   // Five branch rows and the recorded run, two tiny rows, and the DAG.
   if (config.graph.enabled) steps += 6 + 2 + (config.graph.dag_nodes > 0 ? 1 : 0);
   // Per job: a sweep per GPU count, then the rows of every count together.

@@ -129,15 +129,15 @@ TEST(BenchStreams, Json) {
 // frames: the copy rate, the ping-pong, the hand-tuned loop, the default
 // Feed, 3 slot counts, graphs, a dedicated issuer, 2 producers x 2 issuing
 // threads (13); pageable: the host copy floor, the 4 one-shot rows together
-// and the 3 pinned or registered-once rows together (3); graph: 5
+// and 3 rows alone (5); graph: 5
 // branch rows and the recorded run, 2 tiny rows, the DAG (9).
 TEST(BenchStreams, ProgressCountsEveryRow) {
   bench::bench_config config;
   config.workloads = {{bench::workload_kind::transfer_bound, 1 << 20, {1 << 20, 2 << 20}, {2, 4}},
                       {bench::workload_kind::compute_bound, 1 << 20, {1 << 20}, {2, 3, 4}}};
-  EXPECT_EQ(bench::count_steps(config), 20U + 16U + 13U + 3U + 9U);
+  EXPECT_EQ(bench::count_steps(config), 20U + 16U + 13U + 5U + 9U);
   config.graph.dag_nodes = 0;  // no DAG row
-  EXPECT_EQ(bench::count_steps(config), 20U + 16U + 13U + 3U + 8U);
+  EXPECT_EQ(bench::count_steps(config), 20U + 16U + 13U + 5U + 8U);
   config.feed.enabled = false;
   config.pageable.enabled = false;
   config.graph.enabled = false;
