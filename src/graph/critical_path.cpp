@@ -40,13 +40,17 @@ LongestPath longest_path(const Dependencies& dependencies, const std::vector<dou
   std::vector<node_id> via(n, none);  // the predecessor the longest path to each node comes through
   node_id last = dependencies.order.front();
   for (const node_id v : dependencies.order) {
+    // Selects rather than branches: which predecessor finishes last is a
+    // coin toss the branch predictor lost half the time.
     double start = 0.0;
+    node_id from = none;
     for (const node_id u : dependencies.predecessors[v]) {
-      if (via[v] == none || result.finish[u] > start) {
-        start = result.finish[u];
-        via[v] = u;
-      }
+      const double f = result.finish[u];
+      const bool later = from == none || f > start;
+      start = later ? f : start;
+      from = later ? u : from;
     }
+    via[v] = from;
     result.finish[v] = start + times[v];
     if (result.finish[v] > result.finish[last]) last = v;
   }

@@ -54,7 +54,9 @@ struct Segment {
 
 // The segments of one buffer, in a flat vector: buffers hold hundreds of
 // segments, and a binary search plus a short move beats a tree's pointer
-// chasing (std::map took three times as long).
+// chasing (std::map took three times as long). Each access replaces the
+// segments it overlaps with new pieces in one move of the segments after
+// them: splitting and merging in place moved them up to three times.
 class SegmentMap {
  public:
   /// Starts over for a buffer of `bytes` bytes that no node has touched (the
@@ -66,29 +68,35 @@ class SegmentMap {
 
   void read(std::uint64_t begin, std::uint64_t end, node_id reader, ReaderCells& arena,
             std::vector<node_id>& predecessors) {
-    std::size_t i = split_before(begin);
-    const std::size_t first = i;
+    const std::size_t first = first_ending_after(begin);
+    pieces_.clear();
+    if (begin_of(first) < begin)
+      pieces_.push_back(Segment{begin, segments_[first].writer, segments_[first].readers});
     // Segments that had the same writer and readers before this read get
-    // the same list after it (one cell), and are merged below.
+    // the same list after it (one cell), and become one piece:
+    // indistinguishable, and fewer segments to search and split.
     node_id previous_writer = no_node;
     std::uint32_t previous_old = no_cell;
-    std::uint32_t previous_new = no_cell;
-    for (; i < segments_.size() && begin_of(i) < end; ++i) {
-      if (segments_[i].end > end) insert(i, Segment{end, segments_[i].writer, segments_[i].readers});
-      Segment& s = segments_[i];
+    std::size_t last = first;  // one past the last segment overlapping [begin, end)
+    for (; last < segments_.size() && begin_of(last) < end; ++last) {
+      const Segment& s = segments_[last];
       if (s.writer != no_node && s.writer != reader && s.writer != previous_writer) {
         predecessors.push_back(s.writer);
       }
       // A node reading a segment twice (overlapping accesses) lists itself
       // twice; looking first would cost a cache miss on every read.
       const std::uint32_t old = s.readers;
-      if (i == first || old != previous_old || s.writer != previous_writer)
-        previous_new = arena.push(reader, old);
-      s.readers = previous_new;
+      const std::uint64_t piece_end = std::min(s.end, end);
+      if (last != first && old == previous_old && s.writer == previous_writer) {
+        pieces_.back().end = piece_end;
+      } else {
+        pieces_.push_back(Segment{piece_end, s.writer, arena.push(reader, old)});
+      }
       previous_old = old;
       previous_writer = s.writer;
     }
-    merge_equal_neighbours(first, i);
+    if (segments_[last - 1].end > end) pieces_.push_back(segments_[last - 1]);
+    replace(first, last, pieces_.data(), pieces_.size());
   }
 
   void write(std::uint64_t begin, std::uint64_t end, node_id writer, ReaderCells& arena,
@@ -115,14 +123,7 @@ class SegmentMap {
       pieces[count++] = Segment{begin, segments_[first].writer, segments_[first].readers};
     pieces[count++] = Segment{end, writer, no_cell};
     if (segments_[last - 1].end > end) pieces[count++] = segments_[last - 1];
-    const std::size_t old = last - first;
-    if (count > old)
-      segments_.insert(segments_.begin() + static_cast<std::ptrdiff_t>(last), count - old, Segment{});
-    if (count < old) {
-      segments_.erase(segments_.begin() + static_cast<std::ptrdiff_t>(first + count),
-                      segments_.begin() + static_cast<std::ptrdiff_t>(last));
-    }
-    std::copy_n(pieces, count, segments_.begin() + static_cast<std::ptrdiff_t>(first));
+    replace(first, last, pieces, count);
   }
 
  private:
@@ -131,47 +132,54 @@ class SegmentMap {
   }
 
   // The segment holding byte `at` (< the buffer's size), creating the
-  // buffer's one segment on first use.
+  // buffer's one segment on first use. A binary search without branches
+  // (a conditional move per step): std::partition_point's branches went
+  // each way at random, and cost 4 ms more for 100,000 nodes.
   [[nodiscard]] std::size_t first_ending_after(std::uint64_t at) {
     if (segments_.empty()) segments_.push_back(Segment{bytes_, no_node, no_cell});
-    const auto it = std::partition_point(segments_.begin(), segments_.end(),
-                                         [at](const Segment& s) { return s.end <= at; });
-    return static_cast<std::size_t>(it - segments_.begin());
-  }
-
-  // Makes a segment begin at `at`; returns its index.
-  std::size_t split_before(std::uint64_t at) {
-    const std::size_t i = first_ending_after(at);
-    if (begin_of(i) == at) return i;
-    insert(i, Segment{at, segments_[i].writer, segments_[i].readers});
-    return i + 1;
-  }
-
-  // Merges runs of segments in [first, last) with the same writer and
-  // readers: indistinguishable, and fewer segments to search and split.
-  void merge_equal_neighbours(std::size_t first, std::size_t last) {
-    if (last - first < 2) return;
-    std::size_t kept = first;
-    for (std::size_t i = first + 1; i < last; ++i) {
-      Segment& k = segments_[kept];
-      const Segment& s = segments_[i];
-      if (k.writer == s.writer && k.readers == s.readers) {
-        k.end = s.end;
-      } else {
-        segments_[++kept] = s;
-      }
+    const Segment* base = segments_.data();
+    for (std::size_t n = segments_.size(); n > 1;) {
+      const std::size_t half = n / 2;
+      base = base[half].end <= at ? base + half : base;
+      n -= half;
     }
-    segments_.erase(segments_.begin() + static_cast<std::ptrdiff_t>(kept + 1),
-                    segments_.begin() + static_cast<std::ptrdiff_t>(last));
+    return static_cast<std::size_t>(base - segments_.data()) + (base->end <= at ? 1 : 0);
   }
 
-  void insert(std::size_t i, const Segment& s) {
-    segments_.insert(segments_.begin() + static_cast<std::ptrdiff_t>(i), s);
+  // Replaces segments [first, last) with `count` pieces: one move of the
+  // segments after them, when the count changes.
+  void replace(std::size_t first, std::size_t last, const Segment* pieces, std::size_t count) {
+    const std::size_t old = last - first;
+    const auto at = [&](std::size_t i) { return segments_.begin() + static_cast<std::ptrdiff_t>(i); };
+    if (count >= old) {
+      std::copy_n(pieces, old, at(first));
+      segments_.insert(at(last), pieces + old, pieces + count);
+    } else {
+      std::copy_n(pieces, count, at(first));
+      segments_.erase(at(first + count), at(last));
+    }
   }
 
   std::uint64_t bytes_ = 0;
   std::vector<Segment> segments_;
+  std::vector<Segment> pieces_;  // a read's replacement segments (kept for its capacity)
 };
+
+// Sorts a node's predecessors: most nodes have a handful, which an
+// insertion sort orders faster than std::sort's introsort does.
+void sort_few(std::vector<node_id>& nodes) {
+  constexpr std::size_t few = 16;
+  if (nodes.size() > few) {
+    std::sort(nodes.begin(), nodes.end());
+    return;
+  }
+  for (std::size_t i = 1; i < nodes.size(); ++i) {
+    const node_id u = nodes[i];
+    std::size_t j = i;
+    for (; j > 0 && nodes[j - 1] > u; --j) nodes[j] = nodes[j - 1];
+    nodes[j] = u;
+  }
+}
 
 // Names the nodes of a cycle among `remaining` (nodes Kahn's walk could not
 // order): follows unfinished predecessors until a node repeats.
@@ -238,14 +246,17 @@ std::vector<node_id> issue_order(const TaskGraph& graph,
 // Buffers never share a byte, so each buffer's accesses can be followed
 // alone, in node order. Going buffer by buffer keeps one buffer's segments
 // and reader lists in cache for all of its accesses (node by node, every
-// access touched a different buffer's cold memory); the edges found are
-// then grouped by node.
+// access touched a different buffer's cold memory). Each access's edges are
+// kept in place, in the order walked, and then gathered node by node.
 Dependencies derive_dependencies(const TaskGraph& graph) {
-  const auto& nodes = graph.nodes();
+  const std::size_t n = graph.size();
+  const auto& accesses = graph.resolved_;  // in node order, sizes explicit
   const std::size_t buffer_count = graph.buffers().size();
+  const auto accesses_of = [&](node_id v) {
+    return std::pair{graph.first_access_[v], v + 1 < n ? graph.first_access_[v + 1] : accesses.size()};
+  };
   // The accesses grouped by buffer, each group in node order (a counting
-  // sort), with what the walk needs copied in: reading it from the nodes
-  // buffer by buffer missed the cache on every access.
+  // sort), with what the walk needs copied in.
   struct Touch {
     std::uint64_t begin;
     std::uint64_t end;
@@ -253,62 +264,78 @@ Dependencies derive_dependencies(const TaskGraph& graph) {
     access_mode mode;
   };
   std::vector<std::size_t> group(buffer_count + 1, 0);
-  for (node_id v = 0; v < nodes.size(); ++v) {
-    for (std::size_t i = 0; i < nodes[v].work.accesses.size(); ++i) ++group[graph.buffer_of(v, i) + 1];
-  }
+  for (const auto& a : accesses) ++group[a.buffer + 1];
   for (std::size_t b = 0; b < buffer_count; ++b) group[b + 1] += group[b];
-  std::vector<Touch> touches(group[buffer_count]);
+  std::vector<Touch> touches(accesses.size());
+  std::vector<std::size_t> touch_of(accesses.size());  // each access's place in touches
   {
     std::vector<std::size_t> next(group.begin(), group.end() - 1);
-    for (node_id v = 0; v < nodes.size(); ++v) {
-      const auto& accesses = nodes[v].work.accesses;
-      for (std::size_t i = 0; i < accesses.size(); ++i) {
-        const Access& a = accesses[i];  // TaskGraph::add made every size explicit
-        touches[next[graph.buffer_of(v, i)]++] = {a.offset, a.offset + *a.size, v, a.mode};
+    for (node_id v = 0; v < n; ++v) {
+      const auto [from, to] = accesses_of(v);
+      for (std::size_t k = from; k < to; ++k) {
+        const auto& a = accesses[k];
+        touch_of[k] = next[a.buffer]++;
+        touches[touch_of[k]] = {a.begin, a.end, v, a.mode};
       }
     }
   }
 
-  // Each buffer's accesses through one interval map: edges as (after, before).
-  std::vector<std::pair<node_id, node_id>> edges;
-  edges.reserve(touches.size() * 2 + graph.edges().size());
+  // Each buffer's accesses through one interval map. The edges of touch t
+  // are found[found_from[t]] .. found[found_from[t + 1] - 1], in the order
+  // walked: gathered node by node below.
+  std::vector<node_id> found;
+  found.reserve(touches.size() * 4);
+  std::vector<std::size_t> found_from(touches.size() + 1);
   SegmentMap map;
   ReaderCells arena;
-  std::vector<node_id> found;
   for (std::size_t b = 0; b < buffer_count; ++b) {
     map.reset(graph.buffers()[b].bytes);
     arena.cells.clear();
     for (std::size_t t = group[b]; t < group[b + 1]; ++t) {
       const Touch& a = touches[t];
-      if (a.begin >= a.end) continue;  // touches no byte
-      found.clear();
-      if (a.mode == access_mode::read) {
-        map.read(a.begin, a.end, a.node, arena, found);
-      } else {
-        map.write(a.begin, a.end, a.node, arena, found);
+      found_from[t] = found.size();
+      if (a.begin < a.end) {  // else it touches no byte
+        if (a.mode == access_mode::read) {
+          map.read(a.begin, a.end, a.node, arena, found);
+        } else {
+          map.write(a.begin, a.end, a.node, arena, found);
+        }
       }
-      for (const node_id u : found) edges.emplace_back(a.node, u);
     }
   }
-  for (const auto& [before, after] : graph.edges()) edges.emplace_back(after, before);
+  found_from[touches.size()] = found.size();
 
-  // Grouped by node (a counting sort), then each node's sorted and unique.
-  std::vector<std::size_t> first(nodes.size() + 1, 0);
-  for (const auto& e : edges) ++first[e.first + 1];
-  for (std::size_t v = 0; v < nodes.size(); ++v) first[v + 1] += first[v];
-  std::vector<node_id> before(edges.size());
-  {
-    std::vector<std::size_t> next(first.begin(), first.end() - 1);
-    for (const auto& [after, u] : edges) before[next[after]++] = u;
-  }
+  // Explicit edges as (after, before), in order of `after`.
+  std::vector<std::pair<node_id, node_id>> explicit_edges;
+  explicit_edges.reserve(graph.edges().size());
+  for (const auto& [before, after] : graph.edges()) explicit_edges.emplace_back(after, before);
+  std::sort(explicit_edges.begin(), explicit_edges.end());
+
+  // Per node, its accesses' edges and its explicit ones, each node once
+  // (the walk lists a node once per access and segment list it is found
+  // through: a third of the edges found are repeats), then sorted.
   Dependencies d;
-  d.predecessors.resize(nodes.size());
-  for (node_id v = 0; v < nodes.size(); ++v) {
-    const auto from = before.begin() + static_cast<std::ptrdiff_t>(first[v]);
-    const auto to = before.begin() + static_cast<std::ptrdiff_t>(first[v + 1]);
-    std::sort(from, to);
-    d.predecessors[v].assign(from, std::unique(from, to));  // one allocation of the final size
-    d.edges += d.predecessors[v].size();
+  d.predecessors.resize(n);
+  std::vector<node_id> listed_for(n, no_node);  // the last node whose list has each node
+  std::vector<node_id> before;
+  auto next_explicit = explicit_edges.cbegin();
+  for (node_id v = 0; v < n; ++v) {
+    before.clear();
+    const auto list = [&](node_id u) {
+      if (listed_for[u] == v) return;
+      listed_for[u] = v;
+      before.push_back(u);
+    };
+    const auto [from, to] = accesses_of(v);
+    for (std::size_t k = from; k < to; ++k) {
+      const std::size_t t = touch_of[k];
+      for (std::size_t i = found_from[t]; i < found_from[t + 1]; ++i) list(found[i]);
+    }
+    for (; next_explicit != explicit_edges.cend() && next_explicit->first == v; ++next_explicit)
+      list(next_explicit->second);
+    sort_few(before);
+    d.predecessors[v].assign(before.begin(), before.end());
+    d.edges += before.size();
   }
   d.order = issue_order(graph, d.predecessors);
   return d;

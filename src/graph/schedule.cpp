@@ -17,6 +17,15 @@ namespace {
 // under half a gigabyte, and CUDA has at most 32 hardware queues.
 constexpr std::uint32_t most_streams = 128;
 
+// A copy of `work` on stream `s`, built in place of append's argument: set
+// on a local and then moved, the stream's bytes were read back (in wider
+// pieces) before their write had reached the cache, a stall per node.
+Op on_stream(const Op& work, stream_id s) {
+  Op op = work;
+  op.stream = s;
+  return op;
+}
+
 Program build_program(const TaskGraph& graph, const detail::Mapping& m, const MappingOptions& options,
                       const Dependencies& d, Schedule& out) {
   const auto& nodes = graph.nodes();
@@ -36,9 +45,7 @@ Program build_program(const TaskGraph& graph, const detail::Mapping& m, const Ma
     for (; next_wait < m.waits.size() && m.waits[next_wait].after == v; ++next_wait) {
       p.wait(s, *out.event_of[m.waits[next_wait].before]);
     }
-    Op op = nodes[v].work;
-    op.stream = s;
-    out.op_of[v] = p.append(std::move(op));
+    out.op_of[v] = p.append(on_stream(nodes[v].work, s));
     if (waited_on[v]) {
       out.event_of[v] = p.add_event(fmt::format("after {}", nodes[v].name));
       p.record(*out.event_of[v], s);
