@@ -117,7 +117,9 @@ class pageable_bench {
       return *std::find_if(r.variants.begin(), r.variants.end(),
                            [kind](const variant_result& v) { return v.kind == kind; });
     };
-    const auto samples = [&row](variant_kind kind) { return row(kind).device_ms.samples; };
+    const auto samples = [&row](variant_kind kind) -> const std::vector<double>& {
+      return row(kind).device_ms.samples;
+    };
     const double pinned = row(variant_kind::pageable_pinned).device_ms.median;
     // Staging moves each byte through host memory three times where the copy
     // floor moves it twice (judge_pageable in tools/overlap/bench_verdicts.cpp).
@@ -125,7 +127,7 @@ class pageable_bench {
     stage_floor_ms.reserve(floor_ms.size());
     for (const double ms : floor_ms) stage_floor_ms.push_back(std::max(1.5 * ms, pinned));
     pageable_result::paired_rounds paired;
-    const std::vector<double> staged = samples(variant_kind::pageable_staged);
+    const std::vector<double>& staged = samples(variant_kind::pageable_staged);
     paired.stage_to_floor = run_by_run(staged, stage_floor_ms);
     paired.naive_to_staged = run_by_run(samples(variant_kind::pageable_naive), staged);
     paired.copy_floor_ms = summarize(std::move(floor_ms));
@@ -213,6 +215,13 @@ class pageable_bench {
     return info;
   }
 
+  // A Pipeline run's shape and host issue time.
+  [[nodiscard]] run_info info_of(const cuda::run_report& report) const {
+    run_info info = shape(report.chunk_bytes, report.chunks, report.streams);
+    info.host_issue_ms = report.host_issue_ms;
+    return info;
+  }
+
   // docs/hardware.md's naive pipeline: 4 streams x 32 chunks, cudaMemcpyAsync from the vectors.
   struct naive_streams {
     static constexpr unsigned count = 4;
@@ -274,9 +283,7 @@ class pageable_bench {
     runner run = [this, &pipeline, &path](const cuda::event&) {
       const cuda::run_report report = pipeline.run(in_, out_, affine_stage);
       path = report.host;
-      run_info info = shape(report.chunk_bytes, report.chunks, report.streams);
-      info.host_issue_ms = report.host_issue_ms;
-      return info;
+      return info_of(report);
     };
     return row_spec{kind, name, std::move(run), checked(name, out_)};
   }
@@ -297,9 +304,7 @@ class pageable_bench {
     };
     runner run = [this, &pipeline](const cuda::event&) {
       const cuda::run_report report = pipeline.run(pinned_in_.span(), pinned_out_.span(), affine_stage);
-      run_info info = shape(report.chunk_bytes, report.chunks, report.streams);
-      info.host_issue_ms = report.host_issue_ms;
-      return info;
+      return info_of(report);
     };
     return row_spec{variant_kind::pageable_pinned, name, std::move(run), std::move(hooks)};
   }
