@@ -35,6 +35,10 @@ class PipelineGraph:
     def instantiate_ms(self) -> float:
         """Host time to instantiate the graph."""
 
+    @property
+    def scheduling(self) -> str:
+        """Who walks the graph at each replay: 'host' or 'device'."""
+
 class Pipeline:
     """The C++ Pipeline over host arrays of any dtype."""
 
@@ -50,9 +54,9 @@ class Pipeline:
         Runs y = 2x + 1 over float32 arrays with a C++ stage: the benchmark's reference.
         """
 
-    def capture(self, host_in: Annotated[NDArray, dict(order='C', device='cpu', writable=False)], host_out: Annotated[NDArray, dict(order='C', device='cpu')], adapter: Callable) -> PipelineGraph:
+    def capture(self, host_in: Annotated[NDArray, dict(order='C', device='cpu', writable=False)], host_out: Annotated[NDArray, dict(order='C', device='cpu')], adapter: Callable, scheduling: str = 'host') -> PipelineGraph:
         """
-        Captures one run into a PipelineGraph; the adapter is called per chunk during the capture only.
+        Captures one run into a PipelineGraph; the adapter is called per chunk during the capture only. scheduling 'device' lets the GPU walk the graph (one launch's host cost per replay).
         """
 
 def dlpack_view(pointer: int, size: int, typestr: str) -> object:

@@ -23,6 +23,7 @@ std::string_view to_string(variant_kind kind) noexcept {
     case variant_kind::pipeline_calibrated: return "pipeline_calibrated";
     case variant_kind::pipeline_recorded: return "pipeline_recorded";
     case variant_kind::pipeline_graph: return "pipeline_graph";
+    case variant_kind::pipeline_graph_device: return "pipeline_graph_device";
     case variant_kind::chunk_loop: return "chunk_loop";
     case variant_kind::floor_frame_copies: return "floor_frame_copies";
     case variant_kind::ping_pong: return "ping_pong";

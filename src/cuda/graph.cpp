@@ -47,9 +47,12 @@ cuda_graph& cuda_graph::operator=(cuda_graph&& other) noexcept {
   return *this;
 }
 
-graph_exec cuda_graph::instantiate() const {
+graph_exec cuda_graph::instantiate(graph_scheduling scheduling) const {
   cudaGraphExec_t exec = nullptr;
-  check(cudaGraphInstantiateWithFlags(&exec, handle_, 0), "cudaGraphInstantiateWithFlags");
+  const unsigned long long flags = scheduling == graph_scheduling::device
+                                       ? static_cast<unsigned long long>(cudaGraphInstantiateFlagDeviceLaunch)
+                                       : 0ULL;
+  check(cudaGraphInstantiateWithFlags(&exec, handle_, flags), "cudaGraphInstantiateWithFlags");
   return graph_exec(exec);
 }
 
@@ -66,9 +69,9 @@ stream_capture::~stream_capture() {
   (void)cudaGetLastError();  // the capture's failure was reported by whoever abandoned it
 }
 
-graph_exec stream_capture::end() {
+graph_exec stream_capture::end(graph_scheduling scheduling) {
   // The instantiated graph does not need the captured one, destroyed on return.
-  return end_graph().instantiate();
+  return end_graph().instantiate(scheduling);
 }
 
 cuda_graph stream_capture::end_graph() {

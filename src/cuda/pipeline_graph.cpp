@@ -30,6 +30,7 @@ struct graph_state {
   graph_exec exec;
   run_report captured;
   double instantiate_ms = 0.0;
+  graph_scheduling scheduling = graph_scheduling::host;
 };
 
 namespace {
@@ -57,7 +58,7 @@ void join_streams(graph_state& g) {
 }  // namespace
 
 pipeline_graph capture_pipeline(const erased_run& r, const pipeline_options& options,
-                                const erased_stage& stage) {
+                                const erased_stage& stage, const capture_options& how) {
   if (options.record == recording::on) {
     throw invalid_input(
         "record: recording::on cannot be captured into a graph (its timing events would not be "
@@ -69,6 +70,7 @@ pipeline_graph capture_pipeline(const erased_run& r, const pipeline_options& opt
         "(cudaSetDevice), or use Pipeline::run to spread a run over several GPUs");
   }
   auto g = std::make_unique<graph_state>();
+  g->scheduling = how.scheduling;
   host_path path = host_path::pinned;
   settled_run settled = settle_run(r, options, stage, g->registrations, g->resources.calibration, path);
   if (path == host_path::staged) {
@@ -88,6 +90,7 @@ pipeline_graph capture_pipeline(const erased_run& r, const pipeline_options& opt
 
   issuer issue(r, settled, stage, op_timing::off);
   const auto started = std::chrono::steady_clock::now();
+  cuda_graph recorded;
   {
     stream_capture capture(g->resources.streams[0]);
     try {
@@ -95,9 +98,7 @@ pipeline_graph capture_pipeline(const erased_run& r, const pipeline_options& opt
       issue.issue(report.program, g->resources);
       join_streams(*g);
       report.host_issue_ms = ms_since(started);
-      const auto ending = std::chrono::steady_clock::now();
-      g->exec = capture.end();
-      g->instantiate_ms = ms_since(ending);
+      recorded = capture.end_graph();
     } catch (const std::exception& e) {
       // Join what can be joined so the capture ends cleanly; a capture that
       // a bad call invalidated ends anyway, and stream_capture discards it.
@@ -115,6 +116,25 @@ pipeline_graph capture_pipeline(const erased_run& r, const pipeline_options& opt
           k, false));
     }
   }
+  const auto ending = std::chrono::steady_clock::now();
+  try {
+    g->exec = recorded.instantiate(how.scheduling);
+  } catch (const std::exception& e) {
+    // Nothing ran: a failed instantiation leaves only the recorded graph, freed on return.
+    std::throw_with_nested(pipeline_error(
+        how.scheduling == graph_scheduling::host
+            ? fmt::format(
+                  "instantiating the captured pipeline ({} chunks) failed: {}; nothing ran on the device",
+                  p.chunks, e.what())
+            : fmt::format(
+                  "scheduling: the captured pipeline ({} chunks) cannot be scheduled by the device: {}; "
+                  "graph_scheduling::device needs host buffers that are pinned and device-mapped and a "
+                  "stage that launches only kernels (no dynamic parallelism), memsets or device "
+                  "copies; nothing ran on the device: capture with graph_scheduling::host instead",
+                  p.chunks, e.what()),
+        0, false));
+  }
+  g->instantiate_ms = ms_since(ending);
   // Moves the work to the device now, so the first replay costs what every replay does.
   g->exec.upload(g->resources.streams[0]);
   g->resources.streams[0].synchronize();
@@ -150,6 +170,10 @@ const run_report& pipeline_graph::captured() const noexcept {
 
 double pipeline_graph::instantiate_ms() const noexcept {
   return state_->instantiate_ms;
+}
+
+graph_scheduling pipeline_graph::scheduling() const noexcept {
+  return state_->scheduling;
 }
 
 }  // namespace overlap::cuda

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bench_fixtures.hpp"
 
@@ -41,6 +43,50 @@ TEST(BenchVerdicts, FullRunIsJudgedAgainstTheChunkedFloorAndTheKernelAlone) {
   EXPECT_NEAR(compute.value, 2.03 / 2.0, 1e-12);
   EXPECT_TRUE(compute.pass);
   EXPECT_NEAR(named(j, "compute_host_cost_per_chunk").value, 8.0, 1e-12);
+}
+
+// The compute-bound fixture's graph replayed walked by the device too: 1.5 us
+// of host time per chunk, its device time over the host-walked replay's,
+// run by run, as given.
+bench::workload_result with_device_walked_replay(std::vector<double> device_to_host) {
+  bench::workload_result w = compute_workload();
+  w.best_graph_device = *w.best_graph;
+  w.best_graph_device->kind = bench::variant_kind::pipeline_graph_device;
+  w.best_graph_device->host_issue_per_chunk_us = bench::summarize({1.4, 1.5, 1.7});
+  w.graph_device_to_host = bench::summarize(std::move(device_to_host));
+  return w;
+}
+
+TEST(BenchVerdicts, TheHostCostIsJudgedOnTheDeviceWalkedReplayWhenItCostsTheDeviceAtMostOnePercent) {
+  const Judgement j =
+      judge(result_of(transfer_workload(), with_device_walked_replay({1.001, 1.002, 1.02})), false);
+  const Verdict& cost = named(j, "compute_host_cost_per_chunk");
+  EXPECT_NEAR(cost.value, 1.5, 1e-12);
+  EXPECT_TRUE(cost.pass);
+  EXPECT_EQ(
+      cost.text,
+      "compute-bound host cost per chunk < 10 us (best configuration replayed as a CUDA graph, walked by "
+      "the device, 1.002x the host-walked replay's device time)");
+}
+
+TEST(BenchVerdicts, TheHostWalkedReplayIsJudgedWhenTheDeviceWalksTheGraphSlower) {
+  const Judgement j =
+      judge(result_of(transfer_workload(), with_device_walked_replay({1.30, 1.35, 1.002})), false);
+  const Verdict& cost = named(j, "compute_host_cost_per_chunk");
+  EXPECT_NEAR(cost.value, 8.0, 1e-12);  // the host-walked replay's median
+  EXPECT_EQ(
+      cost.text,
+      "compute-bound host cost per chunk < 10 us (best configuration replayed as a CUDA graph, walked by "
+      "the host; walked by the device it took 1.300x the device time)");
+  // Results without a device-walked replay (older runs, --json of earlier versions) judge the host-walked
+  // one.
+  const Judgement without = judge(result_of(transfer_workload(), compute_workload()), false);
+  const Verdict& older = named(without, "compute_host_cost_per_chunk");
+  EXPECT_NEAR(older.value, 8.0, 1e-12);
+  EXPECT_EQ(
+      older.text,
+      "compute-bound host cost per chunk < 10 us (best configuration replayed as a CUDA graph, walked by "
+      "the host)");
 }
 
 TEST(BenchVerdicts, TheDefaultPipelineIsJudgedAgainstTheChunkedFloorAndTheSweepsBest) {

@@ -3,8 +3,9 @@
 // reference, with the input refilled in place between replays (the graph
 // must read the buffer, not a copy of it), over odd sizes, remainders,
 // one-element chunks, chunks larger than the data, 1 to 8 streams, rings
-// that hand slots between streams, and a 4-to-1 reduction. Captures that
-// fail must name the chunk, run nothing, and leave the device usable.
+// that hand slots between streams, and a 4-to-1 reduction, walked by the
+// host and by the device (graph_scheduling). Captures that fail must name
+// the chunk, run nothing, and leave the device usable.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -27,6 +28,7 @@
 
 namespace {
 
+using overlap::cuda::graph_scheduling;
 using overlap::cuda::pageable_memory;
 using overlap::cuda::pinned_buffer;
 using overlap::cuda::Pipeline;
@@ -54,9 +56,7 @@ class GraphReplay : public ::testing::TestWithParam<graph_case> {};
 // Three replays, each with new random input written in place and the output
 // poisoned under a different pattern: a replay that reused stale data, or
 // skipped an element, cannot match the reference.
-TEST_P(GraphReplay, EveryReplayOfRefilledInputIsExact) {
-  if (overlap::cuda::device_count() == 0) GTEST_SKIP() << "skipped: no CUDA device";
-  const graph_case c = GetParam();
+void expect_exact_replays(const graph_case& c, graph_scheduling scheduling) {
   pinned_buffer<float> input(c.elements);
   pinned_buffer<float> output(c.elements);
   pipeline_options options;
@@ -74,7 +74,9 @@ TEST_P(GraphReplay, EveryReplayOfRefilledInputIsExact) {
         EXPECT_EQ(chunk, stage_calls);
         ++stage_calls;
         launch_axpb(in, out, s);
-      });
+      },
+      {.scheduling = scheduling});
+  EXPECT_EQ(graph.scheduling(), scheduling);
   EXPECT_EQ(stage_calls, chunks);
   EXPECT_EQ(graph.captured().chunks, chunks);
   EXPECT_EQ(graph.captured().streams, c.streams);
@@ -94,6 +96,17 @@ TEST_P(GraphReplay, EveryReplayOfRefilledInputIsExact) {
         << "replay " << replay;
   }
   EXPECT_EQ(stage_calls, chunks) << "a replay called the stage";
+}
+
+TEST_P(GraphReplay, EveryReplayOfRefilledInputIsExact) {
+  if (overlap::cuda::device_count() == 0) GTEST_SKIP() << "skipped: no CUDA device";
+  expect_exact_replays(GetParam(), graph_scheduling::host);
+}
+
+// The same graphs instantiated for the device to walk: same output, every element.
+TEST_P(GraphReplay, EveryDeviceScheduledReplayIsExactToo) {
+  if (overlap::cuda::device_count() == 0) GTEST_SKIP() << "skipped: no CUDA device";
+  expect_exact_replays(GetParam(), graph_scheduling::device);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GraphReplay,
@@ -247,6 +260,46 @@ TEST(CaptureUncapturableStage, SynchronizingTheStreamNamesTheChunk) {
   expect_device_usable(input, output);
 }
 
+// A host function in the stage is capturable (a host node), but the device
+// cannot walk a graph with one: device scheduling is refused with the
+// reason and the way out, nothing runs, and nothing is held.
+void CUDART_CB do_nothing(void* /*unused*/) {}
+
+TEST(CaptureForTheDevice, AHostFunctionInTheStageIsRefusedWithTheWayOut) {
+  if (overlap::cuda::device_count() == 0) GTEST_SKIP() << "skipped: no CUDA device";
+  pinned_buffer<float> input(ring_handover::elements);
+  pinned_buffer<float> output(ring_handover::elements);
+  overlap_test::fill_random(input.span(), 0xde71U);
+  overlap_test::poison(output.span(), 0xA5);
+  const auto stage = [](std::span<const float> in, std::span<float> out, stream_view s, std::size_t chunk) {
+    launch_axpb(in, out, s);
+    if (chunk == 2)
+      overlap::cuda::check(cudaLaunchHostFunc(s.get(), &do_nothing, nullptr), "cudaLaunchHostFunc");
+  };
+  const std::size_t free_before = overlap_test::settled_free_device_bytes();
+  try {
+    (void)Pipeline<float, float>(ring_handover::options())
+        .capture(input.span(), output.span(), stage, {.scheduling = graph_scheduling::device});
+    ADD_FAILURE() << "a graph with a host node was instantiated for the device";
+  } catch (const pipeline_error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("scheduling: the captured pipeline", 0), 0U) << what;
+    EXPECT_NE(what.find("graph_scheduling::host"), std::string::npos) << what;
+    EXPECT_NE(what.find("nothing ran on the device"), std::string::npos) << what;
+  }
+  pinned_buffer<float> untouched(ring_handover::elements);
+  overlap_test::poison(untouched.span(), 0xA5);
+  EXPECT_TRUE(overlap_test::same_bytes<float>(untouched.span(), output.span()));
+  EXPECT_GE(overlap_test::settled_free_device_bytes() + 2 * MiB, free_before)
+      << "device memory held after a refused capture";
+  // The host walks the same graph, host node and all.
+  pipeline_graph graph =
+      Pipeline<float, float>(ring_handover::options()).capture(input.span(), output.span(), stage);
+  (void)graph.replay();
+  EXPECT_TRUE(overlap_test::same_bytes<float>(axpb_reference(input.span()), output.span()));
+  expect_device_usable(input, output);
+}
+
 // ---- host memory ----
 
 TEST(GraphPageable, RejectedByDefaultAndRegisteredForTheGraphsLifetimeWhenAsked) {
@@ -278,6 +331,28 @@ TEST(GraphPageable, RejectedByDefaultAndRegisteredForTheGraphsLifetimeWhenAsked)
   }
   // The graph is gone, and so is the registration: registering again works.
   { const overlap::cuda::host_registration again(input.data(), input.size() * sizeof(float)); }
+}
+
+// Buffers registered in place are pinned and device-mapped: the device can walk their graph.
+TEST(GraphPageable, RegisteredInPlaceReplaysExactlyWhenTheDeviceSchedules) {
+  if (overlap::cuda::device_count() == 0) GTEST_SKIP() << "skipped: no CUDA device";
+  std::vector<float> input(300007);
+  std::vector<float> output(input.size());
+  pipeline_options options;
+  options.pageable = pageable_memory::register_in_place;
+  options.chunk_bytes = 40000 * sizeof(float);
+  pipeline_graph graph =
+      Pipeline<float, float>(options).capture(input, output,
+                                              [](std::span<const float> in, std::span<float> out,
+                                                 stream_view s, std::size_t) { launch_axpb(in, out, s); },
+                                              {.scheduling = graph_scheduling::device});
+  for (unsigned replay = 0; replay < 2; ++replay) {
+    overlap_test::fill_random(std::span<float>(input), 0x9a9fU + replay);
+    overlap_test::poison(std::span<float>(output), replay == 0 ? 0xA5 : 0x5A);
+    (void)graph.replay();
+    EXPECT_TRUE(overlap_test::same_bytes<float>(axpb_reference(input), std::span<const float>(output)))
+        << "replay " << replay;
+  }
 }
 
 // ---- device memory ----

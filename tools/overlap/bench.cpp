@@ -87,11 +87,14 @@ over the chunk sizes swept, each copy's time the sweep's median for that
 size (interpolated between sizes); the transfer-bound verdicts are judged
 against it (docs/bench.md).
 
-The fastest Pipeline is then run again four ways, alternating run by run:
+The fastest Pipeline is then run again five ways, alternating run by run:
 op by op (Pipeline::run), with recording on (its overhead, and the measured
-timeline), captured once into a CUDA graph and replayed (pipeline_graph), and
-as a bare loop of the same runtime calls. Host cost per chunk = the host time
-spent issuing a run (for a graph: its one cudaGraphLaunch) / its chunks.
+timeline), captured once into a CUDA graph and replayed (pipeline_graph),
+the same graph walked by the device (graph_scheduling::device), and as a
+bare loop of the same runtime calls. Host cost per chunk = the host time
+spent issuing a run (for a graph: its one cudaGraphLaunch) / its chunks. The
+verdict judges the device-walked replay when its device time is within 1.01x
+of the host-walked one's (run by run), else the host-walked one.
 
 Each row: 2 warm-up runs, then --reps timed runs (median, min..max), each
 timed with CUDA events from before the host issues to after it has seen the
@@ -301,12 +304,23 @@ std::string host_cost_text(const workload_result& w) {
     text += fmt::format("    {:<36} {}, set up once in {:.2f} ms\n", "pipeline_graph::replay, one launch",
                         per_chunk_text(*w.best_graph), w.graph_setup_ms);
   }
+  if (w.best_graph_device) {
+    text += fmt::format("    {:<36} {}, set up once in {:.2f} ms\n", "... walked by the device",
+                        per_chunk_text(*w.best_graph_device), w.graph_device_setup_ms);
+  }
   if (w.best_loop)
     text += fmt::format("    {:<36} {}\n", "bare loop of the same calls", per_chunk_text(*w.best_loop));
   if (w.best_graph && w.best_again) {
     text += fmt::format("  graph replay on the device: {:.3f} ms vs op by op {:.3f} ms = {:.3f}x\n",
                         w.best_graph->device_ms.median, w.best_again->device_ms.median,
                         ratio(w.best_graph->device_ms.median, w.best_again->device_ms.median));
+  }
+  if (w.best_graph_device && w.graph_device_to_host) {
+    const bench::stats& d = *w.graph_device_to_host;
+    text += fmt::format(
+        "  walked by the device: {:.3f} ms, {:.3f}x ({:.3f}..{:.3f}) the host-walked replay run by run{}\n",
+        w.best_graph_device->device_ms.median, d.median, d.min, d.max,
+        replay_judged(w).device_scheduled ? " (its host cost is the one judged)" : "");
   }
   return text;
 }
@@ -472,6 +486,14 @@ json workload_json(const workload_result& w) {
     out["graph"] = {{"replay", row_json(*w.best_graph, floor_time, sequential_ms)},
                     {"setup_ms", w.graph_setup_ms},
                     {"host_issue_per_chunk_us_median", host_cost_per_chunk_us(*w.best_graph)}};
+    if (w.best_graph_device && w.graph_device_to_host) {
+      out["graph"]["device_scheduled"] = {
+          {"replay", row_json(*w.best_graph_device, floor_time, sequential_ms)},
+          {"setup_ms", w.graph_device_setup_ms},
+          {"host_issue_per_chunk_us_median", host_cost_per_chunk_us(*w.best_graph_device)},
+          {"device_time_to_host_scheduled", stats_json(*w.graph_device_to_host)}};
+    }
+    out["graph"]["judged"] = replay_judged(w).device_scheduled ? "device_scheduled" : "replay";
   }
   if (w.best_loop) out["bare_loop"] = row_json(*w.best_loop, floor_time, sequential_ms);
   if (w.default_paired) {

@@ -131,6 +131,28 @@ inline double host_cost_per_chunk_us(const bench::variant_result& v) {
   return v.host_issue_per_chunk_us ? v.host_issue_per_chunk_us->median : 0.0;
 }
 
+/// How much slower on the device the device-scheduled replay may run than the
+/// host-scheduled one (run by run, median) and still be the one whose host
+/// cost is judged: the 1% the compute-bound default is allowed over the kernel alone.
+inline constexpr double device_scheduling_slack = 1.01;
+
+/// The graph replay whose host cost the verdict judges: the one a user would
+/// pick for the workload. Device scheduling cuts the host's cost; it is
+/// picked when it costs the device no more than device_scheduling_slack.
+struct judged_replay {
+  const bench::variant_result* replay = nullptr;  ///< null when no graph was replayed
+  bool device_scheduled = false;
+};
+
+inline judged_replay replay_judged(const bench::workload_result& w) {
+  if (!w.best_graph) return {};
+  if (w.best_graph_device && w.graph_device_to_host &&
+      w.graph_device_to_host->median <= device_scheduling_slack) {
+    return {&*w.best_graph_device, true};
+  }
+  return {&*w.best_graph, false};
+}
+
 /// A CUDA version number for people: 13000 -> "13.0".
 inline std::string version_text(int version) {
   return fmt::format("{}.{}", version / 1000, version % 1000 / 10);

@@ -165,6 +165,7 @@ enum class variant_kind {
   pipeline_calibrated,    ///< cuda::Pipeline with stage_calibration::on (planned on its stage's curve)
   pipeline_recorded,      ///< the best Pipeline configuration with recording::on
   pipeline_graph,         ///< the best configuration captured once into a CUDA graph, replayed
+  pipeline_graph_device,  ///< ... instantiated for the device to walk (cuda::graph_scheduling::device)
   chunk_loop,             ///< the best configuration's chunks issued by a bare hand-written loop
   // The frames workload: chunk_bytes is the frame, streams the slots, chunks the frames.
   floor_frame_copies,  ///< every frame H2D on one stream and D2H on another, at once: the copy rate
@@ -277,9 +278,14 @@ struct workload_result {
   std::optional<variant_result> best_again;
   std::optional<variant_result> best_recorded;  ///< ... with recording::on
   std::optional<variant_result> best_graph;     ///< ... captured once, replayed (pipeline_graph)
-  std::optional<variant_result> best_loop;      ///< ... as a bare hand-written loop (chunk_loop)
+  /// ... captured once for the device to walk (graph_scheduling::device), replayed.
+  std::optional<variant_result> best_graph_device;
+  std::optional<variant_result> best_loop;  ///< ... as a bare hand-written loop (chunk_loop)
   /// Host milliseconds Pipeline::capture took for the graph (capture, instantiate, upload), once.
   double graph_setup_ms = 0.0;
+  double graph_device_setup_ms = 0.0;  ///< the same for the device-scheduled graph
+  /// The device-scheduled replay's device time over the host-scheduled one's, run by run.
+  std::optional<stats> graph_device_to_host;
   /// The measured Timeline of the last recorded run of the best configuration.
   std::optional<Timeline> best_timeline;
   /// The Program that run issued (its ops are the Timeline's spans), for

@@ -10,6 +10,25 @@ namespace overlap::cuda {
 
 class cuda_graph;
 
+/// Who walks an instantiated graph's nodes when it runs.
+enum class graph_scheduling {
+  /// The host driver issues every node at each launch (a plain
+  /// cudaGraphInstantiate): a launch costs the host about a microsecond or
+  /// two per copy node, and the graph's branches run as concurrently as
+  /// streams would.
+  host,
+  /// Instantiated for device launch (cudaGraphInstantiateFlagDeviceLaunch):
+  /// the GPU walks the graph, so a launch from the host costs about one
+  /// kernel launch whatever the node count. The device then runs the graph
+  /// slower: in `overlap bench` on the lent H200 a compute-bound Pipeline's
+  /// replay took 1.010-1.032x the device time of the host-walked one (and
+  /// 0.6-1.7 us of host time a chunk instead of 5-10), a transfer-bound one
+  /// 1.8x (bench/RESULTS.md). The graph may hold only kernels (no dynamic
+  /// parallelism), memsets and copies between device memory and pinned,
+  /// device-mapped host memory.
+  device,
+};
+
 /// An instantiated CUDA graph (cudaGraphExec_t), destroyed with the object.
 class graph_exec {
  public:
@@ -56,8 +75,8 @@ class cuda_graph {
   /// Swaps graphs with `other`, which destroys this one's former graph when it goes.
   cuda_graph& operator=(cuda_graph&& other) noexcept;
 
-  /// An executable graph of it (cudaGraphInstantiateWithFlags); throws cuda_error.
-  [[nodiscard]] graph_exec instantiate() const;
+  /// An executable graph of it (cudaGraphInstantiateWithFlags) for `scheduling`; throws cuda_error.
+  [[nodiscard]] graph_exec instantiate(graph_scheduling scheduling = graph_scheduling::host) const;
 
   /// The raw handle (null when empty); still owned by this object.
   [[nodiscard]] cudaGraph_t get() const noexcept { return handle_; }
@@ -82,10 +101,10 @@ class stream_capture {
   stream_capture(stream_capture&&) = delete;
   stream_capture& operator=(stream_capture&&) = delete;
 
-  /// Ends the capture and instantiates what it recorded; throws cuda_error
-  /// (e.g. when a call during capture was not capturable, or a stream that
-  /// joined never joined back).
-  [[nodiscard]] graph_exec end();
+  /// Ends the capture and instantiates what it recorded for `scheduling`;
+  /// throws cuda_error (e.g. when a call during capture was not capturable,
+  /// or a stream that joined never joined back).
+  [[nodiscard]] graph_exec end(graph_scheduling scheduling = graph_scheduling::host);
   /// Ends the capture and returns what it recorded, not instantiated (to
   /// update an executable graph with it, graph_exec::update); throws cuda_error.
   [[nodiscard]] cuda_graph end_graph();

@@ -34,6 +34,7 @@
 #include "overlap/core/program_join.hpp"
 #include "overlap/core/timeline.hpp"
 #include "overlap/cuda/device_models.hpp"
+#include "overlap/cuda/graph.hpp"
 #include "overlap/cuda/stream.hpp"
 
 namespace overlap::cuda {
@@ -449,6 +450,17 @@ class pipeline_engine {
 
 }  // namespace detail
 
+/// How Pipeline::capture makes its graph.
+struct capture_options {
+  /// Who walks the graph at each replay. graph_scheduling::device cuts a
+  /// replay's host cost to about one kernel launch whatever the chunk count,
+  /// for a few percent more device time on a compute-bound pipeline and far
+  /// more on a copy-bound one (graph_scheduling says how much): for when the
+  /// host's time is scarcer than the GPU's. The input and output must then
+  /// be pinned (pinned_buffer, or registered in place).
+  graph_scheduling scheduling = graph_scheduling::host;
+};
+
 /// What one replay of a captured Pipeline did.
 struct replay_report {
   std::size_t chunks = 0;  ///< chunks the replay ran (those of the capture)
@@ -485,7 +497,9 @@ class pipeline_graph {
   [[nodiscard]] const run_report& captured() const noexcept;
   /// Host milliseconds spent ending the capture and instantiating the graph.
   [[nodiscard]] double instantiate_ms() const noexcept;
-  // captured() and instantiate_ms() must not be called on a moved-from graph.
+  /// Who walks the graph at each replay (capture_options::scheduling).
+  [[nodiscard]] graph_scheduling scheduling() const noexcept;
+  // captured(), instantiate_ms() and scheduling() must not be called on a moved-from graph.
 
  private:
   std::unique_ptr<detail::graph_state> state_;
@@ -495,7 +509,7 @@ namespace detail {
 /// Captures one run into a graph; validates like pipeline_engine::run, and
 /// rejects recording::on (timing events are not captured).
 [[nodiscard]] pipeline_graph capture_pipeline(const erased_run& run, const pipeline_options& options,
-                                              const erased_stage& stage);
+                                              const erased_stage& stage, const capture_options& how);
 }  // namespace detail
 
 /// Runs a stage over host data in overlapped chunks. Reuse one Pipeline for
@@ -524,10 +538,11 @@ class Pipeline {
   /// runs it. The stage must only launch kernels (or other capturable work)
   /// on the stream it is given. Throws invalid_input like run() (and for
   /// recording::on), and pipeline_error naming the chunk whose ops could not
-  /// be captured; nothing runs on the device while capturing.
+  /// be captured, or saying why the graph could not be instantiated for
+  /// `how.scheduling`; nothing runs on the device while capturing.
   [[nodiscard]] pipeline_graph capture(std::span<const In> input, std::span<Out> output,
-                                       const stage_function& stage) const {
-    return detail::capture_pipeline(erase(input, output), options_, erase(stage));
+                                       const stage_function& stage, const capture_options& how = {}) const {
+    return detail::capture_pipeline(erase(input, output), options_, erase(stage), how);
   }
 
   /// The options the Pipeline was made with, as given (automatic fields unresolved).

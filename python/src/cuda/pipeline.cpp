@@ -153,12 +153,18 @@ class python_pipeline {
     return report_of(report);
   }
 
-  cuda::pipeline_graph capture(const input_array& input, output_array& output,
-                               const nb::callable& adapter) const {
+  cuda::pipeline_graph capture(const input_array& input, output_array& output, const nb::callable& adapter,
+                               const std::string& scheduling) const {
+    cuda::capture_options how;
+    if (scheduling == "device") {
+      how.scheduling = cuda::graph_scheduling::device;
+    } else if (scheduling != "host") {
+      throw invalid_input("scheduling: '" + scheduling + "' is not one of 'host', 'device'");
+    }
     const cuda::detail::erased_run erased = erase(input, output);
     const cuda::detail::erased_stage stage = stage_of(adapter);
     const nb::gil_scoped_release unlocked;
-    return cuda::detail::capture_pipeline(erased, options_, stage);
+    return cuda::detail::capture_pipeline(erased, options_, stage, how);
   }
 
   [[nodiscard]] const pipeline_options& options() const noexcept { return options_; }
@@ -227,7 +233,13 @@ void bind_pipeline(nb::module_& module) {
           "captured", [](const cuda::pipeline_graph& graph) { return report_of(graph.captured()); },
           "The run the capture recorded, as Pipeline.run reports it.")
       .def_prop_ro("instantiate_ms", &cuda::pipeline_graph::instantiate_ms,
-                   "Host time to instantiate the graph.");
+                   "Host time to instantiate the graph.")
+      .def_prop_ro(
+          "scheduling",
+          [](const cuda::pipeline_graph& graph) {
+            return graph.scheduling() == cuda::graph_scheduling::device ? "device" : "host";
+          },
+          "Who walks the graph at each replay: 'host' or 'device'.");
 
   nb::class_<python_pipeline>(module, "Pipeline", "The C++ Pipeline over host arrays of any dtype.")
       .def(nb::new_([](std::optional<std::size_t> chunk_bytes, std::vector<std::size_t> chunk_schedule,
@@ -251,7 +263,9 @@ void bind_pipeline(nb::module_& module) {
       .def("run_affine", &python_pipeline::run_affine, nb::arg("host_in"), nb::arg("host_out"),
            "Runs y = 2x + 1 over float32 arrays with a C++ stage: the benchmark's reference.")
       .def("capture", &python_pipeline::capture, nb::arg("host_in"), nb::arg("host_out"), nb::arg("adapter"),
-           "Captures one run into a PipelineGraph; the adapter is called per chunk during the capture only.");
+           nb::arg("scheduling") = "host",
+           "Captures one run into a PipelineGraph; the adapter is called per chunk during the capture only. "
+           "scheduling 'device' lets the GPU walk the graph (one launch's host cost per replay).");
 }
 
 }  // namespace overlap::python
