@@ -469,7 +469,7 @@ class Pipeline:
         The arrays must be page-locked (pinned_empty, pin_memory).
         ``scheduling="device"`` lets the GPU walk the graph: a replay then
         costs the host about one kernel launch whatever the chunk count, and
-        the device somewhat more time (a few percent on compute-bound work,
+        the device up to a few percent more time on compute-bound work (and
         far more on copy-bound work; README).
         """
         if scheduling not in _SCHEDULING:

@@ -454,10 +454,10 @@ class pipeline_engine {
 struct capture_options {
   /// Who walks the graph at each replay. graph_scheduling::device cuts a
   /// replay's host cost to about one kernel launch whatever the chunk count,
-  /// for a few percent more device time on a compute-bound pipeline and far
-  /// more on a copy-bound one (graph_scheduling says how much): for when the
-  /// host's time is scarcer than the GPU's. The input and output must then
-  /// be pinned (pinned_buffer, or registered in place).
+  /// for up to a few percent more device time on a compute-bound pipeline
+  /// and far more on a copy-bound one (graph_scheduling says how much): for
+  /// when the host's time is scarcer than the GPU's. The input and output
+  /// must then be pinned (pinned_buffer, or registered in place).
   graph_scheduling scheduling = graph_scheduling::host;
 };
 
