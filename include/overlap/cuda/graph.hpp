@@ -13,9 +13,9 @@ class cuda_graph;
 /// Who walks an instantiated graph's nodes when it runs.
 enum class graph_scheduling {
   /// The host driver issues every node at each launch (a plain
-  /// cudaGraphInstantiate): a launch costs the host about a microsecond or
-  /// two per copy node, and the graph's branches run as concurrently as
-  /// streams would.
+  /// cudaGraphInstantiate): a launch costs the host one to three
+  /// microseconds per copy node (next to nothing per kernel node), and the
+  /// graph's branches run as concurrently as streams would.
   host,
   /// Instantiated for device launch (cudaGraphInstantiateFlagDeviceLaunch):
   /// the GPU walks the graph, so a launch from the host costs about one
