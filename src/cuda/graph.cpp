@@ -69,9 +69,9 @@ stream_capture::~stream_capture() {
   (void)cudaGetLastError();  // the capture's failure was reported by whoever abandoned it
 }
 
-graph_exec stream_capture::end(graph_scheduling scheduling) {
+graph_exec stream_capture::end() {
   // The instantiated graph does not need the captured one, destroyed on return.
-  return end_graph().instantiate(scheduling);
+  return end_graph().instantiate();
 }
 
 cuda_graph stream_capture::end_graph() {

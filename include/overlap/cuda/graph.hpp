@@ -102,10 +102,10 @@ class stream_capture {
   stream_capture(stream_capture&&) = delete;
   stream_capture& operator=(stream_capture&&) = delete;
 
-  /// Ends the capture and instantiates what it recorded for `scheduling`;
-  /// throws cuda_error (e.g. when a call during capture was not capturable,
-  /// or a stream that joined never joined back).
-  [[nodiscard]] graph_exec end(graph_scheduling scheduling = graph_scheduling::host);
+  /// Ends the capture and instantiates what it recorded; throws cuda_error
+  /// (e.g. when a call during capture was not capturable, or a stream that
+  /// joined never joined back).
+  [[nodiscard]] graph_exec end();
   /// Ends the capture and returns what it recorded, not instantiated (to
   /// update an executable graph with it, graph_exec::update); throws cuda_error.
   [[nodiscard]] cuda_graph end_graph();

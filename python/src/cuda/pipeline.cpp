@@ -53,6 +53,12 @@ cuda::layout_adaptation adaptation_of(const std::string& name) {
   throw invalid_input("adapt: '" + name + "' is not one of 'first_run', 'off'");
 }
 
+cuda::graph_scheduling scheduling_of(const std::string& name) {
+  if (name == "host") return cuda::graph_scheduling::host;
+  if (name == "device") return cuda::graph_scheduling::device;
+  throw invalid_input("scheduling: '" + name + "' is not one of 'host', 'device'");
+}
+
 template <typename Array>
 std::size_t element_bytes(const Array& array, const char* name) {
   const std::size_t bytes = array.itemsize();
@@ -155,12 +161,7 @@ class python_pipeline {
 
   cuda::pipeline_graph capture(const input_array& input, output_array& output, const nb::callable& adapter,
                                const std::string& scheduling) const {
-    cuda::capture_options how;
-    if (scheduling == "device") {
-      how.scheduling = cuda::graph_scheduling::device;
-    } else if (scheduling != "host") {
-      throw invalid_input("scheduling: '" + scheduling + "' is not one of 'host', 'device'");
-    }
+    const cuda::capture_options how{.scheduling = scheduling_of(scheduling)};
     const cuda::detail::erased_run erased = erase(input, output);
     const cuda::detail::erased_stage stage = stage_of(adapter);
     const nb::gil_scoped_release unlocked;
