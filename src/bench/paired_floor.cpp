@@ -29,8 +29,8 @@ void workload_bench::measure_default_paired(workload_result& result) {
   rows[0].result.name = "floor: kernel alone, paired";
   rows[1].result.kind = variant_kind::pipeline_default;
   rows[1].result.name = "pipeline (default), paired";
-  std::vector<variant_result> measured =
-      measure(std::move(rows), {kernel, pipeline_runner(p)}, true, {bring_home, {}});
+  std::vector<variant_result> measured = measure_rounds(config_.paired_reps, std::move(rows),
+                                                        {kernel, pipeline_runner(p)}, true, {bring_home, {}});
   paired_floor paired{std::move(measured[0]), std::move(measured[1]), {}};
   paired.ratio = run_by_run(paired.pipeline.device_ms.samples, paired.floor.device_ms.samples);
   result.default_paired = std::move(paired);

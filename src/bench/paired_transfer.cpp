@@ -44,7 +44,8 @@ void workload_bench::measure_transfer_paired(workload_result& result) {
   rows[1].result.kind = variant_kind::pipeline;
   rows[1].result.name = swept->name + ", paired";
   std::vector<variant_result> measured =
-      measure(std::move(rows), {pipeline_runner(by_default), pipeline_runner(best)}, true, {{}, sweep_link});
+      measure_rounds(config_.paired_reps, std::move(rows),
+                     {pipeline_runner(by_default), pipeline_runner(best)}, true, {{}, sweep_link});
   paired_transfer paired;
   paired.pipeline = std::move(measured[0]);
   paired.best_swept = std::move(measured[1]);

@@ -18,6 +18,7 @@ namespace {
 // Every field the driver relies on, before a minute of measuring.
 void check_config(const bench_config& config) {
   if (config.reps == 0) throw invalid_input("reps: 0 is out of range (expected >= 1)");
+  if (config.paired_reps == 0) throw invalid_input("paired_reps: 0 is out of range (expected >= 1)");
   for (const workload_config& w : config.workloads) {
     if (w.elements < 2) {
       throw invalid_input(fmt::format("elements: {} is out of range (expected >= 2)", w.elements));
@@ -152,6 +153,7 @@ bench_result run_benchmark(const bench_config& config, const progress_callback& 
   result.device = query_device();
   result.warmup = config.warmup;
   result.reps = config.reps;
+  result.paired_reps = config.paired_reps;
   result.link = config.link;
   const std::size_t steps = count_steps(config);
   std::size_t step = 0;

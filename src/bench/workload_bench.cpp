@@ -108,14 +108,14 @@ void workload_bench::verify(const std::string& variant, unsigned run) const {
                 std::string(to_string(workload_.kind)) + " " + variant + ", run " + std::to_string(run + 1));
 }
 
-// Warm-up and timed runs of several rows, alternating run by run so drift on
+// Warm-up and `reps` timed runs of several rows, alternating run by run so drift on
 // a shared machine hits each alike. Outputs are poisoned (from the device)
 // before and checked (on the host) after every run when `check_output`;
 // a row's untimed step, where given, runs between its timed run and the check.
-std::vector<variant_result> workload_bench::measure(std::vector<row_samples> rows,
-                                                    const std::vector<runner>& runners, bool check_output,
-                                                    const std::vector<std::function<void()>>& untimed_after) {
-  const unsigned total = config_.warmup + config_.reps;
+std::vector<variant_result> workload_bench::measure_rounds(
+    unsigned reps, std::vector<row_samples> rows, const std::vector<runner>& runners, bool check_output,
+    const std::vector<std::function<void()>>& untimed_after) {
+  const unsigned total = config_.warmup + reps;
   for (unsigned run = 0; run < total; ++run) {
     for (std::size_t v = 0; v < rows.size(); ++v) {
       if (check_output) poison();

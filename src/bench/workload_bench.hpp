@@ -71,7 +71,12 @@ class workload_bench {
   void verify(const std::string& variant, unsigned run) const;
   std::vector<variant_result> measure(std::vector<row_samples> rows, const std::vector<runner>& runners,
                                       bool check_output,
-                                      const std::vector<std::function<void()>>& untimed_after = {});
+                                      const std::vector<std::function<void()>>& untimed_after = {}) {
+    return measure_rounds(config_.reps, std::move(rows), runners, check_output, untimed_after);
+  }
+  std::vector<variant_result> measure_rounds(unsigned reps, std::vector<row_samples> rows,
+                                             const std::vector<runner>& runners, bool check_output,
+                                             const std::vector<std::function<void()>>& untimed_after);
   variant_result measure_one(variant_kind kind, std::string name, const runner& run, bool check_output);
   [[nodiscard]] run_info whole(unsigned streams = 1, std::size_t chunks = 1) const;
   [[nodiscard]] std::span<const float> input() const noexcept { return {in_.data(), elements_}; }

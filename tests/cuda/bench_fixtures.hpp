@@ -103,7 +103,8 @@ inline bench::workload_result compute_workload() {
   return w;
 }
 
-/// One result holding `workloads`, run on "Test GPU" with 2 warm-up and 3 timed runs.
+/// One result holding `workloads`, run on "Test GPU" with 2 warm-up and 3
+/// timed runs (9 rounds for the paired rows).
 template <typename... Workloads>
 bench::bench_result result_of(Workloads... workloads) {
   bench::bench_result r;
@@ -111,6 +112,7 @@ bench::bench_result result_of(Workloads... workloads) {
   r.device.sm_count = 7;
   r.warmup = 2;
   r.reps = 3;
+  r.paired_reps = 9;
   (r.workloads.push_back(std::move(workloads)), ...);
   return r;
 }

@@ -17,15 +17,16 @@ namespace {
 using overlap::bench::variant_kind;
 using overlap::bench::workload_kind;
 
-// One workload alone, 1 warm-up and 3 timed runs a row, on 256 Ki + 5
-// floats (no chunk size divides it); checks that every step was announced
-// and that the last was `last_step`.
+// One workload alone, 1 warm-up and 3 timed runs a row (4 for the paired
+// rows), on 256 Ki + 5 floats (no chunk size divides it); checks that every
+// step was announced and that the last was `last_step`.
 overlap::bench::bench_result run_alone(overlap::bench::bench_config config, workload_kind kind,
                                        const std::vector<std::size_t>& chunk_bytes,
                                        const std::string& last_step) {
   config.feed.enabled = config.pageable.enabled = config.graph.enabled = false;
   config.warmup = 1;
   config.reps = 3;
+  config.paired_reps = 4;
   config.workloads = {{kind, (std::size_t{1} << 18) + 5, chunk_bytes, {2}}};
   std::size_t steps_seen = 0;
   std::string last_row;
@@ -52,10 +53,13 @@ TEST(BenchPairedFloor, TheDefaultAndTheKernelAloneAlternateAndAreBothChecked) {
   // Every element of every run of both rows, warm-up too, was checked.
   EXPECT_TRUE(p.floor.verified);
   EXPECT_TRUE(p.pipeline.verified);
-  ASSERT_EQ(p.floor.device_ms.samples.size(), 3U);
-  ASSERT_EQ(p.pipeline.device_ms.samples.size(), 3U);
-  ASSERT_EQ(p.ratio.samples.size(), 3U);
-  for (std::size_t i = 0; i < 3; ++i) {
+  // paired_reps rounds, where the other rows have reps.
+  EXPECT_EQ(r.paired_reps, 4U);
+  EXPECT_EQ(r.workloads[0].variants.front().device_ms.samples.size(), 3U);
+  ASSERT_EQ(p.floor.device_ms.samples.size(), 4U);
+  ASSERT_EQ(p.pipeline.device_ms.samples.size(), 4U);
+  ASSERT_EQ(p.ratio.samples.size(), 4U);
+  for (std::size_t i = 0; i < 4; ++i) {
     EXPECT_GT(p.floor.device_ms.samples[i], 0.0);
     EXPECT_DOUBLE_EQ(p.ratio.samples[i], p.pipeline.device_ms.samples[i] / p.floor.device_ms.samples[i]);
   }
@@ -87,19 +91,33 @@ TEST(BenchPairedFloor, TheTransferDefaultTheSweepsBestAndTheLinkAlternate) {
   EXPECT_TRUE(p.pipeline.verified);
   EXPECT_TRUE(p.best_swept.verified);
   // A chunked floor per timed pair, the warm-up's sweep left out, and the ratios run by run.
-  ASSERT_EQ(p.pipeline.device_ms.samples.size(), 3U);
-  ASSERT_EQ(p.best_swept.device_ms.samples.size(), 3U);
-  ASSERT_EQ(p.chunked_floor_ms.samples.size(), 3U);
-  ASSERT_EQ(p.to_best_swept.samples.size(), 3U);
-  ASSERT_EQ(p.to_chunked_floor.samples.size(), 3U);
-  ASSERT_EQ(p.best_to_chunked_floor.samples.size(), 3U);
-  for (std::size_t i = 0; i < 3; ++i) {
+  ASSERT_EQ(p.pipeline.device_ms.samples.size(), 4U);
+  ASSERT_EQ(p.best_swept.device_ms.samples.size(), 4U);
+  ASSERT_EQ(p.chunked_floor_ms.samples.size(), 4U);
+  ASSERT_EQ(p.to_best_swept.samples.size(), 4U);
+  ASSERT_EQ(p.to_chunked_floor.samples.size(), 4U);
+  ASSERT_EQ(p.best_to_chunked_floor.samples.size(), 4U);
+  EXPECT_EQ(swept->device_ms.samples.size(), 3U);
+  for (std::size_t i = 0; i < 4; ++i) {
     const double floor = p.chunked_floor_ms.samples[i];
     EXPECT_GT(floor, 0.0);
     EXPECT_DOUBLE_EQ(p.to_best_swept.samples[i],
                      p.pipeline.device_ms.samples[i] / p.best_swept.device_ms.samples[i]);
     EXPECT_DOUBLE_EQ(p.to_chunked_floor.samples[i], p.pipeline.device_ms.samples[i] / floor);
     EXPECT_DOUBLE_EQ(p.best_to_chunked_floor.samples[i], p.best_swept.device_ms.samples[i] / floor);
+  }
+}
+
+// The configuration is checked before anything touches a GPU, so this
+// runs (and must pass) on a machine without one.
+TEST(BenchPairedFloor, NoPairedRoundsIsRefusedBeforeMeasuringAndNamesTheField) {
+  overlap::bench::bench_config config;
+  config.paired_reps = 0;
+  try {
+    (void)overlap::bench::run_benchmark(config, {});
+    FAIL() << "no error";
+  } catch (const overlap::invalid_input& e) {
+    EXPECT_EQ(std::string(e.what()), "paired_reps: 0 is out of range (expected >= 1)");
   }
 }
 

@@ -60,6 +60,8 @@ TEST(BenchReport, PageHasTheSweepChartAndBothRunsOfTheBestConfiguration) {
       bench_report_html(result_of(transfer_workload()), {"PASS  a verdict: 1.000x"}, "2026-11-23 12:00 UTC");
   EXPECT_NE(page.find("<h1>overlap bench on Test GPU</h1>"), std::string::npos);
   EXPECT_NE(page.find("2026-11-23 12:00 UTC"), std::string::npos);
+  EXPECT_NE(page.find("the median of 3 timed runs after 2 warm-up runs (9 for the rows judged run by run"),
+            std::string::npos);
   EXPECT_NE(page.find("<li>PASS  a verdict: 1.000x</li>"), std::string::npos);
   EXPECT_NE(page.find("transfer-bound: best Pipeline: pipeline 4194304 x 2 (4 chunks), 1.600 ms"),
             std::string::npos);

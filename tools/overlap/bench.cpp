@@ -98,9 +98,12 @@ of the host-walked one's (run by run), else the host-walked one.
 
 Each row: 2 warm-up runs, then --reps timed runs (median, min..max), each
 timed with CUDA events from before the host issues to after it has seen the
-run complete. Host memory is pinned. The output is filled with NaN (by the
-device) before every run and every element is checked on the host after it:
-exactly for y = 2x + 1, within 1e-4 relative + 1e-5 for sin/cos.
+run complete; 3 x --reps rounds for the rows judged run by run against a
+floor measured beside them (the defaults against the kernel alone and the
+chunked floor), whose verdicts allow only 1-2%. Host memory is pinned. The
+output is filled with NaN (by the device) before every run and every element
+is checked on the host after it: exactly for y = 2x + 1, within 1e-4
+relative + 1e-5 for sin/cos.
 
 Examples:
   overlap bench                         the full run (about a minute on an H100)
@@ -214,6 +217,7 @@ bench::bench_config make_config(const BenchOptions& o, bool reps_given, const De
   bench::bench_config config;
   config.warmup = 2;
   config.reps = reps_given ? o.reps : (o.quick ? 5U : 15U);
+  config.paired_reps = 3 * config.reps;
   bench::workload_config transfer;
   transfer.kind = workload_kind::transfer_bound;
   bench::workload_config compute;
@@ -389,8 +393,9 @@ std::string text_report(const bench::bench_result& r, const Judgement& judgement
   std::string text = "overlap bench on " + device_line(r.device) + "\n";
   text += fmt::format(
       "each row: {} warm-up runs, then the median and min..max of {} timed runs (CUDA events from before the "
-      "host issues to after it sees completion); every output element of every run verified\n",
-      r.warmup, r.reps);
+      "host issues to after it sees completion), {} for the rows judged run by run against a floor measured "
+      "beside them; every output element of every run verified\n",
+      r.warmup, r.reps, r.paired_reps);
   if (!r.workloads.empty())
     text += "link floor: the link's peak rates, measured in this run over " + link_sweep_text(r.link) + "\n";
   for (const workload_result& w : r.workloads) text += workload_text(w);
@@ -538,6 +543,7 @@ std::string json_report(const bench::bench_result& r, const Judgement& judgement
       {"quick", quick},
       {"warmup", r.warmup},
       {"reps", r.reps},
+      {"paired_reps", r.paired_reps},
       {"timing",
        "CUDA events on a clock stream, from before the host issues a run to after the "
        "host has seen it complete"},
@@ -637,7 +643,8 @@ Subcommand add_bench(CLI::App& parent, Streams io) {
   app->add_flag(
       "--quick", o->quick,
       "Smaller data (64 MiB, 1 Mi floats), 5 reps, a small sweep; no verdicts (judged at full size)");
-  app->add_option("--reps", o->reps, "Timed runs per variant (default 15, 5 with --quick)")
+  app->add_option("--reps", o->reps,
+                  "Timed runs per variant (default 15, 5 with --quick); 3x as many for the paired rows")
       ->check(CLI::Range(1U, 100'000U));
   app->add_flag("--json", o->json, "Write the results as JSON (variants, floors, ratios, verdicts)");
   app->add_option("-o,--output", o->output, "Write the results to FILE instead of standard output");

@@ -52,10 +52,10 @@ std::vector<std::string> notes(const bench::bench_result& r, const std::vector<s
   std::vector<std::string> lines;
   lines.push_back(device_line(r.device) + "; " + when);
   lines.push_back(fmt::format(
-      "Every point is the median of {} timed runs after {} warm-up runs, timed with CUDA events from before "
-      "the host issues to after it has seen the run complete; every output element of every run was "
-      "verified.",
-      r.reps, r.warmup));
+      "Every point is the median of {} timed runs after {} warm-up runs ({} for the rows judged run by run "
+      "against a floor measured beside them), timed with CUDA events from before the host issues to after "
+      "it has seen the run complete; every output element of every run was verified.",
+      r.reps, r.warmup, r.paired_reps));
   for (const workload_result& w : r.workloads) {
     if (w.link) {
       lines.push_back(fmt::format("{}: {} (the link's peak rates, measured in this run over {})",

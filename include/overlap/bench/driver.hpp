@@ -147,8 +147,14 @@ struct bench_config {
   devices_config devices;                  ///< then several GPUs (off unless enabled)
   unsigned warmup = 2;                     ///< untimed runs before the timed ones, per variant
   unsigned reps = 15;                      ///< timed runs per variant
-  std::uint64_t seed = 20261122;           ///< of the random input data
-  link_sweep link;                         ///< the sweep behind each transfer-bound workload's floor
+  /// Timed rounds of the rows judged run by run against a floor measured
+  /// beside them (paired_floor, paired_transfer), whose verdicts allow 1-2%:
+  /// on the lent H200s the transfer-bound default's median of 15 ratios to
+  /// the chunked floor ranged over 1.006-1.021 in eleven calls, the
+  /// estimate's own noise as wide as the margin it is judged by.
+  unsigned paired_reps = 45;
+  std::uint64_t seed = 20261122;  ///< of the random input data
+  link_sweep link;                ///< the sweep behind each transfer-bound workload's floor
 };
 
 /// What a measured row is.
@@ -450,6 +456,7 @@ struct bench_result {
   device_info device;                       ///< where it ran
   unsigned warmup = 0;                      ///< untimed runs per row
   unsigned reps = 0;                        ///< timed runs per row
+  unsigned paired_reps = 0;                 ///< timed rounds of the paired rows (bench_config::paired_reps)
   link_sweep link;                          ///< the sweep behind the link floors
   std::vector<workload_result> workloads;   ///< in bench_config's order
   std::optional<feed_result> feed;          ///< when bench_config::feed.enabled
