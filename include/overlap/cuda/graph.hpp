@@ -20,11 +20,11 @@ enum class graph_scheduling {
   /// Instantiated for device launch (cudaGraphInstantiateFlagDeviceLaunch):
   /// the GPU walks the graph, so a launch from the host costs about one
   /// kernel launch whatever the node count. The device may run the graph
-  /// slower: on the lent H200 a compute-bound Pipeline's replay took
+  /// slower: on the lent H200s a compute-bound Pipeline's replay took
   /// 0.999-1.001x the device time of the host-walked one with one kernel and
-  /// 1.010-1.032x with `overlap bench`'s (0.6-1.7 us of host time a chunk
-  /// instead of 5-10), a transfer-bound one 1.8x (bench/RESULTS.md): measure
-  /// both on your work. The graph may hold only kernels (no dynamic
+  /// 1.005-1.032x with `overlap bench`'s, more with fewer, larger chunks
+  /// (0.4-1.7 us of host time a chunk instead of 4.5-10), a transfer-bound
+  /// one 1.8x (bench/RESULTS.md): measure both on your work. The graph may hold only kernels (no dynamic
   /// parallelism), memsets and copies between device memory and pinned,
   /// device-mapped host memory.
   device,
